@@ -1,0 +1,14 @@
+/**
+ * The ordered list of migrations. Imported statically (not read from the file system) so the
+ * same list works under tsx, vitest and a bundled worker image.
+ */
+import type { Migration, MigrationProvider } from 'kysely';
+import * as m0001 from './0001_endpoint_records';
+
+export const migrations: Record<string, Migration> = {
+  '0001_endpoint_records': m0001,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

@@ -1,0 +1,227 @@
+/**
+ * A real Temporal server for the demo, the tests and `settle dev`: `temporal server start-dev`
+ * (server + Web UI in one process) on free loopback ports, with settle's search attributes
+ * registered at start.
+ *
+ * The CLI binary is found in this order: $TEMPORAL_CLI, `temporal` on PATH, the cached
+ * `.settle/bin/temporal`, a fresh `go install …/cli/cmd/temporal@v1.5.1` into `.settle/bin` when
+ * Go is present, else the binary that @temporalio/testing downloads.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTES } from '../core/search-attributes';
+import { BIN_DIR } from './paths';
+import { freePorts } from './ports';
+
+export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+
+export interface TemporalHandle {
+  address: string;
+  namespace: string;
+  /** Web UI base URL (null only if the UI could not be enabled). */
+  uiUrl: string | null;
+  /** How the binary was obtained, for the log. */
+  source: string;
+  stop(): Promise<void>;
+}
+
+export interface StartTemporalOptions {
+  /** SQLite file for persistence across restarts; in-memory when absent. */
+  dbFile?: string;
+  log?: (line: string) => void;
+}
+
+export class TemporalCliNotFound extends Error {
+  override readonly name = 'TemporalCliNotFound';
+}
+
+type CliLocation = { kind: 'binary'; path: string; source: string } | { kind: 'download' };
+
+/** Locates (or builds) the Temporal CLI. Throws TemporalCliNotFound with what to do. */
+export function findTemporalCli(log: (line: string) => void = () => {}): CliLocation {
+  const fromEnv = process.env.TEMPORAL_CLI;
+  if (fromEnv) {
+    if (!isExecutable(fromEnv)) {
+      throw new TemporalCliNotFound(`TEMPORAL_CLI=${fromEnv} is not an executable file`);
+    }
+    return { kind: 'binary', path: fromEnv, source: 'TEMPORAL_CLI' };
+  }
+  const onPath = whichSync('temporal');
+  if (onPath) return { kind: 'binary', path: onPath, source: 'PATH' };
+
+  const cached = path.join(BIN_DIR, 'temporal');
+  if (isExecutable(cached)) return { kind: 'binary', path: cached, source: 'cached .settle/bin' };
+
+  if (whichSync('go')) {
+    log(`temporal: building the Temporal CLI (go install ${TEMPORAL_CLI_MODULE}); the first build takes a few minutes…`);
+    fs.mkdirSync(BIN_DIR, { recursive: true });
+    const built = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], {
+      env: { ...process.env, GOBIN: BIN_DIR, CGO_ENABLED: process.env.CGO_ENABLED ?? '0' },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    if (built.status === 0 && isExecutable(cached)) {
+      return { kind: 'binary', path: cached, source: 'built with go install' };
+    }
+    log(`temporal: go install failed (exit ${built.status}); trying the @temporalio/testing download`);
+  }
+  return { kind: 'download' };
+}
+
+export async function startTemporal(options: StartTemporalOptions = {}): Promise<TemporalHandle> {
+  const log = options.log ?? (() => {});
+  const cli = findTemporalCli(log);
+  if (cli.kind === 'download') return startViaTestingDownload(options, log);
+
+  // A port can be taken between choosing and binding it: try again with new ports.
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      return await startDevServer(cli.path, cli.source, options, log);
+    } catch (err) {
+      lastError = err;
+      if (!/address already in use|bind/i.test(String((err as Error).message))) throw err;
+      log(`temporal: port in use, retrying with other ports`);
+    }
+  }
+  throw lastError;
+}
+
+async function startDevServer(
+  binary: string,
+  source: string,
+  options: StartTemporalOptions,
+  log: (line: string) => void,
+): Promise<TemporalHandle> {
+  const [port, uiPort, httpPort, metricsPort] = (await freePorts(4)) as [number, number, number, number];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    '--ui-port', String(uiPort),
+    '--http-port', String(httpPort),
+    '--metrics-port', String(metricsPort),
+    '--namespace', 'default',
+    '--log-level', 'error',
+    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+  ];
+  if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
+
+  // Own process group, so stop() ends the server and anything it started.
+  const child = spawn(binary, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (b: Buffer) => {
+    output = (output + b.toString()).slice(-8000);
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const address = `127.0.0.1:${port}`;
+  const ready = await waitUntilServing(address, exited, 60_000);
+  if (ready !== 'serving') {
+    await killGroup(child, exited);
+    throw new Error(`temporal server start-dev did not come up (${ready}): ${output.trim().split('\n').slice(-5).join(' | ')}`);
+  }
+  log(`temporal: ${binary} (${source}) serving ${address}, Web UI http://127.0.0.1:${uiPort}`);
+  return {
+    address,
+    namespace: 'default',
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    source,
+    stop: () => killGroup(child, exited),
+  };
+}
+
+async function waitUntilServing(address: string, exited: Promise<number | null>, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let exitCode: number | null | undefined;
+  void exited.then((c) => (exitCode = c));
+  while (Date.now() < deadline) {
+    if (exitCode !== undefined) return `exited with code ${exitCode}`;
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace: 'default' });
+        return 'serving';
+      } finally {
+        await connection.close();
+      }
+    } catch {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  return `not serving after ${timeoutMs} ms`;
+}
+
+async function killGroup(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, sig);
+    } catch {
+      /* already gone */
+    }
+  };
+  signal('SIGTERM');
+  const timedOut = await Promise.race([exited.then(() => false), sleep(10_000).then(() => true)]);
+  if (timedOut) {
+    signal('SIGKILL');
+    await exited;
+  }
+}
+
+/** Last resort when there is neither a binary nor Go: the CLI that @temporalio/testing downloads. */
+async function startViaTestingDownload(options: StartTemporalOptions, log: (line: string) => void): Promise<TemporalHandle> {
+  log('temporal: no Temporal CLI found and no Go toolchain; asking @temporalio/testing to download one');
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  const [port, uiPort] = (await freePorts(2)) as [number, number];
+  let env;
+  try {
+    env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        ip: '127.0.0.1',
+        port,
+        ui: true,
+        uiPort,
+        ...(options.dbFile ? { dbFilename: options.dbFile } : {}),
+        extraArgs: Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+      },
+    });
+  } catch (err) {
+    throw new TemporalCliNotFound(
+      'No Temporal CLI: TEMPORAL_CLI is unset, `temporal` is not on PATH, .settle/bin/temporal does not exist, ' +
+        'Go is not installed, and the download by @temporalio/testing failed ' +
+        `(${(err as Error).message.split('\n')[0]}). Set TEMPORAL_CLI=/path/to/temporal (CLI v1.x), ` +
+        `or install Go and run: GOBIN=$PWD/.settle/bin go install ${TEMPORAL_CLI_MODULE}`,
+    );
+  }
+  return {
+    address: `127.0.0.1:${port}`,
+    namespace: 'default',
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    source: 'downloaded by @temporalio/testing',
+    stop: () => env.teardown(),
+  };
+}
+
+function isExecutable(p: string): boolean {
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function whichSync(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (dir && isExecutable(path.join(dir, name))) return path.join(dir, name);
+  }
+  return null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
