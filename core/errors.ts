@@ -10,6 +10,6 @@ export class InputError extends Error {
     /** The rule that was broken, phrased so it can follow "must": e.g. "be an integer ≥ 0". */
     readonly rule: string,
   ) {
-    super(`${field}: ${rule}`);
+    super(`${field} must ${rule}`);
   }
 }

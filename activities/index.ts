@@ -1,0 +1,126 @@
+/**
+ * The activities a settle worker registers. Every side effect of a trajectory happens here:
+ * tool execution through endpoint records, probes, operator settlement.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { deriveKey } from '../core/key';
+import type { Observation } from '../core/observation';
+import type { CallOutcome, RecordState } from '../core/records';
+import { CATALOG, isToolName } from '../core/tools/catalog';
+import { parseArgs } from '../core/validation';
+import type { EndpointStore } from './store/endpoint-store';
+import { applyProbe, runSettled } from './settled/run-settled';
+import { SETTLED_TOOLS } from './tools/index';
+
+export interface ToolCallInput {
+  key: string;
+  turn: number;
+  callId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  workspace: string;
+  leaseMs: number;
+}
+
+export interface ProbeReport {
+  verdict: 'applied' | 'not_applied' | 'unknown';
+  detail: string;
+  /** The record's state after the probe was applied. */
+  state: RecordState;
+  generation: number;
+}
+
+export interface OperatorSettlement {
+  key: string;
+  verdict: 'applied' | 'not_applied';
+  operator: string;
+  reason: string;
+}
+
+export interface ActivityDeps {
+  store: EndpointStore;
+  /** Worker identity, recorded as the holder of claims. */
+  identity: string;
+}
+
+export function createActivities({ store, identity }: ActivityDeps) {
+  return {
+    /** Runs one attempt at one logical call through its endpoint record. */
+    async executeToolCall(input: ToolCallInput): Promise<CallOutcome<Observation>> {
+      const ctx = Context.current();
+      const trajectoryId = ctx.info.workflowExecution?.workflowId;
+      if (!trajectoryId) throw ApplicationFailure.nonRetryable('executeToolCall must run inside a trajectory workflow', 'SettleNoWorkflow');
+      const { tool, args } = checkedCall(input.tool, input.args);
+      // The key is derived in workflow code; derive it again here from the executing
+      // workflow's own id, so a drifted or forged key can never claim someone else's record.
+      const key = deriveKey({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args });
+      if (key !== input.key) {
+        throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, 'SettleKeyMismatch');
+      }
+      return runSettled(
+        store,
+        tool,
+        { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
+        { workspace: input.workspace },
+        {
+          leaseMs: input.leaseMs,
+          holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
+          heartbeat: () => ctx.heartbeat(),
+        },
+      );
+    },
+
+    /** Probes an IN_DOUBT call's environment and settles it when the facts decide (DESIGN.md §3). */
+    async probeToolCall(input: { key: string; workspace: string }): Promise<ProbeReport> {
+      const record = await store.get(input.key);
+      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, 'SettleNoRecord');
+      if (record.state !== 'IN_DOUBT') {
+        return { verdict: 'unknown', detail: `record is ${record.state}, nothing to settle`, state: record.state, generation: record.generation };
+      }
+      const { tool, args } = checkedCall(record.tool, record.args);
+      if (record.intent == null) {
+        // No intent was recorded, so the effect cannot have started (intent precedes effect).
+        const applied = await applyProbe(store, record, { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' });
+        return { verdict: 'not_applied', detail: 'no intent recorded', state: applied.state, generation: record.generation };
+      }
+      const verdict = await tool.probe(args, record.intent, { workspace: input.workspace });
+      const applied = await applyProbe(store, record, verdict);
+      return { verdict: verdict.verdict, detail: verdict.detail, state: applied.state, generation: record.generation };
+    },
+
+    /** An operator's verdict on an IN_DOUBT call, recorded with their name and reason. */
+    async settleByOperator(input: OperatorSettlement): Promise<{ state: RecordState }> {
+      const record = await store.get(input.key);
+      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, 'SettleNoRecord');
+      if (record.state !== 'IN_DOUBT') return { state: record.state };
+      const write =
+        input.verdict === 'applied'
+          ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: operatorResult(input) }, `operator:${input.operator}`, input.reason)
+          : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, `operator:${input.operator}`, input.reason);
+      return { state: write.ok ? write.record.state : (write.current?.state ?? 'IN_DOUBT') };
+    },
+  };
+}
+
+export type SettleActivities = ReturnType<typeof createActivities>;
+
+function checkedCall(toolName: string, rawArgs: unknown) {
+  if (!isToolName(toolName)) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, 'SettleUnknownTool');
+  let args: Record<string, unknown>;
+  try {
+    args = parseArgs(CATALOG[toolName].args, rawArgs) as Record<string, unknown>;
+  } catch (err) {
+    throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, 'SettleInvalidArgs');
+  }
+  return { tool: SETTLED_TOOLS[toolName], args };
+}
+
+function operatorResult(input: OperatorSettlement): Observation {
+  return {
+    output: `settled as applied by operator ${input.operator}: ${input.reason}`,
+    error: null,
+    exit_status: 0,
+    truncated: false,
+  };
+}

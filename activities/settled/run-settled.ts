@@ -1,0 +1,198 @@
+/**
+ * One attempt at one logical call, settled through its endpoint record:
+ *
+ *   claim → plan → record intent → execute (renewing the lease) → complete
+ *
+ * and the outcome the workflow acts on. Independent of Temporal: the activity passes a
+ * `heartbeat` callback, tests can drive it directly against Postgres.
+ */
+import type { Actor, CallOutcome, ProbeVerdict } from '../../core/records';
+import type { ClaimRequest, EndpointRecord, EndpointStore } from '../store/endpoint-store';
+import { LeaseLost, NoEffect, type SettledTool, type ToolEnv } from './settled-tool';
+
+export interface RunOptions {
+  /** Lease on the database clock, renewed every `leaseMs / 3`. */
+  leaseMs: number;
+  /** Identity shown on the record and its events (worker identity + attempt). */
+  holder: string;
+  /** Called after each successful lease renewal (the activity heartbeats to Temporal here). */
+  heartbeat?: () => void;
+  /**
+   * Safety margin for the local lease check: the effect may start only if the last successful
+   * renewal was sent less than `leaseMs - marginMs` ago on this process's monotonic clock.
+   */
+  marginMs?: number;
+}
+
+export async function runSettled<Args, Intent, Result>(
+  store: EndpointStore,
+  tool: SettledTool<Args, Intent, Result>,
+  call: ClaimRequest & { args: Args },
+  env: ToolEnv,
+  options: RunOptions,
+): Promise<CallOutcome<Result>> {
+  const actor: Actor = `worker:${options.holder}`;
+  const claimSentAt = performance.now();
+  const claim = await store.claim(call, { leaseMs: options.leaseMs, holder: options.holder });
+  switch (claim.kind) {
+    case 'completed':
+      return { kind: 'completed', result: claim.record.result as Result, replayed: true, generation: claim.record.generation };
+    case 'busy':
+      return { kind: 'busy', generation: claim.generation, leaseUntil: claim.leaseUntil.toISOString() };
+    case 'in_doubt':
+      return { kind: 'in_doubt', generation: claim.record.generation, detail: claim.record.detail ?? 'effect unknown' };
+    case 'claimed':
+      break;
+  }
+  const { generation } = claim;
+
+  // From here on this executor owns (key, generation). Nothing below releases the key on an
+  // exception unless the exception proves there was no effect.
+  let plan;
+  try {
+    plan = await tool.plan(call.args, env);
+  } catch (err) {
+    // Planning is read-only: whatever went wrong, nothing was touched.
+    return release(store, call.key, generation, `planning failed before any effect: ${message(err)}`, actor);
+  }
+  if (plan.kind === 'answer') {
+    return finish(store, call.key, generation, plan.result, actor);
+  }
+
+  const intentWrite = await store.recordIntent(call.key, generation, plan.intent, actor);
+  if (!intentWrite.ok) {
+    return release(store, call.key, generation, 'lease lapsed before the intent could be recorded', actor);
+  }
+
+  const lease = new LeaseKeeper(store, call.key, generation, options, claimSentAt);
+  try {
+    const result = await tool.execute(call.args, plan.intent, env, {
+      generation,
+      assertLeaseHeld: () => lease.assertHeld(),
+    });
+    lease.stop();
+    return await finish(store, call.key, generation, result, actor);
+  } catch (err) {
+    lease.stop();
+    if (err instanceof NoEffect) {
+      return release(store, call.key, generation, `${err.name}: ${err.message}`, actor);
+    }
+    const detail = `execution ended with an exception, effect unknown: ${message(err)}`;
+    const marked = await store.markInDoubt(call.key, generation, detail, actor);
+    if (marked.ok) return { kind: 'in_doubt', generation, detail };
+    return outcomeOf(await store.get(call.key));
+  }
+}
+
+/**
+ * Applies a probe verdict to an IN_DOUBT record (DESIGN.md §3): applied → COMPLETED,
+ * not applied → NOT_EXECUTED, unknown → stays IN_DOUBT. Fenced by the generation read.
+ */
+export async function applyProbe<Result>(
+  store: EndpointStore,
+  record: EndpointRecord,
+  verdict: ProbeVerdict<Result>,
+): Promise<{ state: EndpointRecord['state']; applied: boolean }> {
+  const actor: Actor = `probe:${record.tool}`;
+  if (verdict.verdict === 'unknown') return { state: 'IN_DOUBT', applied: false };
+  const write =
+    verdict.verdict === 'applied'
+      ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: verdict.result }, actor, verdict.detail)
+      : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, actor, verdict.detail);
+  if (write.ok) return { state: write.record.state, applied: true };
+  return { state: write.current?.state ?? 'IN_DOUBT', applied: false };
+}
+
+async function finish<Result>(
+  store: EndpointStore,
+  key: string,
+  generation: number,
+  result: Result,
+  actor: Actor,
+): Promise<CallOutcome<Result>> {
+  const done = await store.complete(key, generation, result, actor);
+  if (done.ok) return { kind: 'completed', result, replayed: false, generation };
+  // Fenced out: someone settled or re-claimed this key while we ran. The record is the truth;
+  // the refused write is in the event trail for operators.
+  return outcomeOf(await store.get(key));
+}
+
+async function release<Result>(
+  store: EndpointStore,
+  key: string,
+  generation: number,
+  detail: string,
+  actor: Actor,
+): Promise<CallOutcome<Result>> {
+  const released = await store.releaseNoEffect(key, generation, detail, actor);
+  if (released.ok) return { kind: 'released', generation, detail };
+  return outcomeOf(await store.get(key));
+}
+
+/** The outcome a caller should see for a record it no longer owns. */
+function outcomeOf<Result>(record: EndpointRecord | undefined): CallOutcome<Result> {
+  if (!record) return { kind: 'released', generation: 0, detail: 'record no longer exists' };
+  switch (record.state) {
+    case 'COMPLETED':
+      return { kind: 'completed', result: record.result as Result, replayed: true, generation: record.generation };
+    case 'IN_FLIGHT':
+      return { kind: 'busy', generation: record.generation, leaseUntil: record.leaseUntil!.toISOString() };
+    case 'IN_DOUBT':
+      return { kind: 'in_doubt', generation: record.generation, detail: record.detail ?? 'effect unknown' };
+    case 'NOT_EXECUTED':
+      return { kind: 'released', generation: record.generation, detail: record.detail ?? 'not executed' };
+  }
+}
+
+/** Renews the lease in the background and answers "may I still act?" on the monotonic clock. */
+class LeaseKeeper {
+  private lastRenewalSentAt: number;
+  private lost = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly marginMs: number;
+
+  constructor(
+    private readonly store: EndpointStore,
+    private readonly key: string,
+    private readonly generation: number,
+    private readonly options: RunOptions,
+    claimSentAt: number,
+  ) {
+    this.lastRenewalSentAt = claimSentAt;
+    this.marginMs = options.marginMs ?? Math.max(50, Math.floor(options.leaseMs / 5));
+    this.timer = setInterval(() => void this.renew(), Math.max(10, Math.floor(options.leaseMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.lost) return;
+    const sentAt = performance.now();
+    try {
+      const renewed = await this.store.renewLease(this.key, this.generation, this.options.leaseMs);
+      if (!renewed.ok) {
+        this.lost = true;
+        return;
+      }
+      // Measured from when the request was sent: the database lease runs at least that long.
+      this.lastRenewalSentAt = Math.max(this.lastRenewalSentAt, sentAt);
+      this.options.heartbeat?.();
+    } catch {
+      // A failed renewal is not a lost lease yet; the monotonic check decides.
+    }
+  }
+
+  assertHeld(): void {
+    const age = performance.now() - this.lastRenewalSentAt;
+    if (this.lost) throw new LeaseLost('the claim was taken over (renewal refused); not starting the effect');
+    if (age > this.options.leaseMs - this.marginMs) {
+      throw new LeaseLost(`last lease renewal was ${Math.round(age)} ms ago (lease ${this.options.leaseMs} ms); not starting the effect`);
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

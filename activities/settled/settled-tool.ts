@@ -1,0 +1,50 @@
+/**
+ * What a side-effecting tool provides so the runtime can settle its calls (DESIGN.md §2–§3).
+ */
+import type { ProbeVerdict } from '../../core/records';
+
+/** Where a call runs. Resolved by the activity, never taken from the model. */
+export interface ToolEnv {
+  /** Real path of the trajectory's workspace directory. */
+  workspace: string;
+}
+
+/**
+ * The plan for one call, computed read-only before anything is touched.
+ * - `proceed`: record `intent` on the endpoint record, then execute.
+ * - `answer`: the call is decided without any effect (a refused path, zero matches…): its result
+ *   is stored as COMPLETED, exactly like a result the tool returned after running.
+ */
+export type Plan<Intent, Result> = { kind: 'proceed'; intent: Intent } | { kind: 'answer'; result: Result };
+
+export interface ExecutionContext {
+  /** The fencing token of this claim; pass it downstream where the resource can check it. */
+  generation: number;
+  /**
+   * Throws LeaseLost unless this executor still holds its lease with margin to spare. Call it
+   * immediately before the effect (DESIGN.md §2: an executor acts only while it holds its lease).
+   */
+  assertLeaseHeld(): void;
+}
+
+export interface SettledTool<Args, Intent, Result> {
+  name: string;
+  plan(args: Args, env: ToolEnv): Promise<Plan<Intent, Result>>;
+  /**
+   * Performs the effect. Throw NoEffect only when it is certain nothing happened; any other
+   * exception leaves the call IN_DOUBT.
+   */
+  execute(args: Args, intent: Intent, env: ToolEnv, ctx: ExecutionContext): Promise<Result>;
+  /** Read-only and repeatable: did the recorded intent take effect? */
+  probe(args: Args, intent: Intent, env: ToolEnv): Promise<ProbeVerdict<Result>>;
+}
+
+/** The tool proved that its effect did not happen (e.g. a precondition failed before any write). */
+export class NoEffect extends Error {
+  override readonly name: string = 'NoEffect';
+}
+
+/** The executor's lease is no longer safely held: it must not start the effect. */
+export class LeaseLost extends NoEffect {
+  override readonly name = 'LeaseLost';
+}

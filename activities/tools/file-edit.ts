@@ -1,0 +1,129 @@
+/**
+ * `file_edit` (A2): exact replacement of a block of text, written atomically (temporary file in
+ * the same directory, fsync, rename; the file mode is kept).
+ *
+ * Intent: path, SHA-256 before, SHA-256 expected after. Probe: current hash = after → applied
+ * (the result is reconstructed from the intent), = before → not applied, else unknown.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { FileEditArgs, FileEditIntent } from '../../core/tools/file-edit';
+import { FILE_EDIT } from '../../core/tools/file-edit';
+import { failed, ok, type Observation } from '../../core/observation';
+import type { ProbeVerdict } from '../../core/records';
+import { PathRefused, resolveInWorkspace } from '../workspace';
+import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
+
+/** Test hook: called between writing the temporary file and renaming it over the target. */
+export const fileEditHooks: { beforeRename?: (tmpPath: string, target: string) => Promise<void> } = {};
+
+export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = {
+  name: FILE_EDIT,
+
+  async plan(args, env): Promise<Plan<FileEditIntent, Observation>> {
+    let real: string;
+    try {
+      real = await resolveInWorkspace(env.workspace, args.path);
+    } catch (err) {
+      if (err instanceof PathRefused) return { kind: 'answer', result: failed(`refused: ${err.message}`) };
+      throw err;
+    }
+    const before = await readIfFile(real);
+    if (before === null) return { kind: 'answer', result: failed(`${args.path}: no such file (file_edit edits existing files only)`) };
+    if (!Buffer.from(before, 'utf8').equals(await fs.readFile(real))) {
+      return { kind: 'answer', result: failed(`${args.path}: not valid UTF-8 text; file_edit leaves it unchanged`) };
+    }
+
+    const matches = countOccurrences(before, args.old_str);
+    if (matches === 0 || (matches > 1 && !args.allow_multiple)) {
+      return { kind: 'answer', result: matchError(args, matches) };
+    }
+    const after = replace(before, args);
+    return {
+      kind: 'proceed',
+      intent: { path: real, sha256_before: sha256(before), sha256_after: sha256(after), matches },
+    };
+  },
+
+  async execute(args, intent, _env: ToolEnv, ctx: ExecutionContext): Promise<Observation> {
+    const current = await readIfFile(intent.path);
+    if (current === null || sha256(current) !== intent.sha256_before) {
+      // Changed since the intent was recorded; nothing written yet.
+      throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
+    }
+    const next = replace(current, args);
+    const stat = await fs.stat(intent.path);
+    const tmp = path.join(path.dirname(intent.path), `.${path.basename(intent.path)}.settle-${ctx.generation}-${process.pid}.tmp`);
+    try {
+      const handle = await fs.open(tmp, 'wx', stat.mode & 0o7777);
+      try {
+        await handle.writeFile(next);
+        await handle.chmod(stat.mode & 0o7777); // umask may have narrowed the mode at open
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await fileEditHooks.beforeRename?.(tmp, intent.path);
+      // Compare-and-swap as far as a file system allows: the pre-state must still hold, and so
+      // must our lease, right before the rename that is the effect.
+      const latest = await readIfFile(intent.path);
+      if (latest === null || sha256(latest) !== intent.sha256_before) {
+        throw new NoEffect(`${args.path} changed while the edit was prepared; not writing`);
+      }
+      ctx.assertLeaseHeld();
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
+    }
+    await fs.rename(tmp, intent.path);
+    return resultFor(args, intent);
+  },
+
+  async probe(args, intent): Promise<ProbeVerdict<Observation>> {
+    const current = await readIfFile(intent.path);
+    if (current === null) return { verdict: 'unknown', detail: `${intent.path} no longer exists` };
+    const hash = sha256(current);
+    if (hash === intent.sha256_after) {
+      return { verdict: 'applied', result: resultFor(args, intent), detail: `sha256 ${short(hash)} = expected after` };
+    }
+    if (hash === intent.sha256_before) {
+      return { verdict: 'not_applied', detail: `sha256 ${short(hash)} = recorded before` };
+    }
+    return { verdict: 'unknown', detail: `sha256 ${short(hash)} matches neither before ${short(intent.sha256_before)} nor after ${short(intent.sha256_after)}` };
+  },
+};
+
+function resultFor(args: FileEditArgs, intent: FileEditIntent): Observation {
+  const n = intent.matches;
+  return ok(`replaced ${n} block${n === 1 ? '' : 's'} in ${args.path}`);
+}
+
+function matchError(args: FileEditArgs, matches: number): Observation {
+  const rule = args.allow_multiple ? 'at least one' : 'exactly one';
+  return failed(`old_str matched ${matches} blocks in ${args.path} (${rule} required); file left unchanged`);
+}
+
+function replace(text: string, args: FileEditArgs): string {
+  // split/join: no regex and no `$&`-style replacement patterns in new_str.
+  return args.allow_multiple ? text.split(args.old_str).join(args.new_str) : text.replace(args.old_str, () => args.new_str);
+}
+
+export function countOccurrences(text: string, needle: string): number {
+  let count = 0;
+  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) count++;
+  return count;
+}
+
+async function readIfFile(p: string): Promise<string | null> {
+  try {
+    return await fs.readFile(p, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
+const sha256 = (text: string) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+const short = (hash: string) => `${hash.slice(0, 12)}…`;

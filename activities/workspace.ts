@@ -1,0 +1,55 @@
+/**
+ * Access-time path containment (DESIGN.md §5): the lexical rules of core/paths.ts, then symlinks
+ * resolved — the target itself, or for a file still to be created its nearest existing
+ * ancestor — and the real path must stay inside the real workspace root.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { canonicalPath, isWithin } from '../core/paths';
+import { InputError } from '../core/errors';
+
+/** A path that escapes the workspace. An observation, never an effect. */
+export class PathRefused extends InputError {}
+
+export async function resolveInWorkspace(workspaceRoot: string, requested: string, field = 'args.path'): Promise<string> {
+  let lexical: string;
+  try {
+    lexical = canonicalPath(requested, field);
+  } catch (err) {
+    if (err instanceof InputError) throw new PathRefused(err.field, err.rule);
+    throw err;
+  }
+  const root = canonicalPath(workspaceRoot, 'workspace');
+  if (!isWithin(lexical, root)) {
+    throw new PathRefused(field, `lie inside the workspace ${root} (got ${lexical})`);
+  }
+  const realRoot = await fs.realpath(root);
+  const real = await realpathOfNearestExisting(lexical, field);
+  if (!isWithin(real, realRoot)) {
+    throw new PathRefused(field, `resolve inside the workspace ${root} after following symlinks (${lexical} → ${real})`);
+  }
+  return real;
+}
+
+async function realpathOfNearestExisting(p: string, field: string): Promise<string> {
+  const rest: string[] = [];
+  let current = p;
+  while (true) {
+    try {
+      const real = await fs.realpath(current);
+      return rest.length ? path.join(real, ...rest.reverse()) : real;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
+      // A dangling symlink here must not be treated as "not yet created": refuse to follow it.
+      const st = await fs.lstat(current).catch(() => null);
+      if (st?.isSymbolicLink()) {
+        throw new PathRefused(field, `not pass through a dangling symlink (${current} → ${await fs.readlink(current)})`);
+      }
+      rest.push(path.basename(current));
+      const parent = path.dirname(current);
+      if (parent === current) return p;
+      current = parent;
+    }
+  }
+}

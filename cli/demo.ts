@@ -1,0 +1,111 @@
+/**
+ * `settle demo` / `npm start`: a real Temporal server, a real PostgreSQL, a real worker, and one
+ * agent trajectory of several file edits — one of them a repeat that is served from its
+ * endpoint record without executing.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { EndpointStore } from '../activities/store/endpoint-store';
+import { openDatabase } from '../activities/store/database';
+import { startStack, type Stack } from '../stack/index';
+import { SETTLE_DIR } from '../stack/paths';
+import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
+import type { ScriptedTurn, TrajectoryResult } from '../workflows/trajectory';
+import { workflowUrl } from './ui';
+
+export interface DemoOptions {
+  keep: boolean;
+  log: (line: string) => void;
+}
+
+export function demoTurns(workspace: string): ScriptedTurn[] {
+  const app = path.join(workspace, 'app.ts');
+  const rename = { call_id: 'call_rename', tool: 'file_edit', args: { path: app, old_str: 'function greet(', new_str: 'function greetUser(' } };
+  return [
+    { turn: 0, calls: [rename] },
+    {
+      turn: 1,
+      calls: [
+        { call_id: 'call_body', tool: 'file_edit', args: { path: app, old_str: "return 'hello';", new_str: 'return `hello, ${name}`;' } },
+      ],
+    },
+    // The orchestrator lost the answer to turn 0 and sent the same call again: same key, replayed.
+    { turn: 0, calls: [rename] },
+    {
+      turn: 2,
+      calls: [
+        // A tool-level error is a completed call whose result is the error.
+        { call_id: 'call_missing', tool: 'file_edit', args: { path: app, old_str: 'no such text', new_str: 'x' } },
+        // Outside the workspace: refused with nothing touched.
+        { call_id: 'call_escape', tool: 'file_edit', args: { path: '/etc/hostname', old_str: 'a', new_str: 'b' } },
+      ],
+    },
+  ];
+}
+
+export function prepareWorkspace(root: string): void {
+  fs.mkdirSync(root, { recursive: true });
+  fs.writeFileSync(path.join(root, 'app.ts'), "export function greet(name: string): string {\n  return 'hello';\n}\n");
+}
+
+export async function runDemo(options: DemoOptions): Promise<number> {
+  const { log } = options;
+  const stack: Stack = await startStack({ log, persistent: options.keep });
+  let workerRun: Promise<void> | undefined;
+  let shutdownWorker = () => {};
+  try {
+    const trajectoryId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const workspace = path.join(SETTLE_DIR, 'workspaces', trajectoryId);
+    prepareWorkspace(workspace);
+
+    log('worker: bundling workflow code and starting…');
+    const worker = await createSettleWorker({ temporalAddress: stack.temporal.address, databaseUrl: stack.databaseUrl });
+    shutdownWorker = () => worker.shutdown();
+    workerRun = worker.run();
+
+    const connection = await Connection.connect({ address: stack.temporal.address });
+    const client = new Client({ connection, namespace: stack.temporal.namespace });
+    const result: TrajectoryResult = await client.workflow.execute('trajectoryWorkflow', {
+      taskQueue: DEFAULT_TASK_QUEUE,
+      workflowId: trajectoryId,
+      args: [{ workspace, turns: demoTurns(workspace) }],
+    });
+    await connection.close();
+
+    const db = openDatabase(stack.databaseUrl, { max: 1 });
+    const records = await new EndpointStore(db).list({ trajectoryId });
+    await db.destroy();
+
+    printSummary(result, records.length, fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8'));
+    if (stack.temporal.uiUrl) console.log(`\nWeb UI: ${workflowUrl(stack.temporal.uiUrl, stack.temporal.namespace, trajectoryId)}`);
+
+    if (options.keep) {
+      console.log(`\nStack kept up (Ctrl-C to stop). Temporal ${stack.temporal.address}, DATABASE_URL=${stack.databaseUrl}`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+    }
+    return 0;
+  } finally {
+    shutdownWorker();
+    await workerRun?.catch(() => {});
+    await stack.stop();
+  }
+}
+
+function printSummary(result: TrajectoryResult, recordCount: number, finalFile: string): void {
+  console.log(`\nTrajectory ${result.trajectoryId}`);
+  console.log('turn  tool       key        state        how           observation');
+  for (const c of result.calls) {
+    const obs = c.observation ? (c.observation.error ? `error: ${c.observation.error}` : c.observation.output) : '';
+    console.log(
+      `${String(c.turn).padEnd(5)} ${c.tool.padEnd(10)} ${(c.key ? c.key.slice(0, 8) + '…' : '-').padEnd(10)} ${c.state.padEnd(12)} ${c.resolution.padEnd(13)} ${obs.length > 90 ? obs.slice(0, 89) + '…' : obs}`,
+    );
+  }
+  const executed = result.calls.filter((c) => c.resolution === 'executed').length;
+  const replayed = result.calls.filter((c) => c.resolution === 'replayed').length;
+  console.log(`\n${result.calls.length} calls: ${executed} executed, ${replayed} replayed from their record; ${recordCount} endpoint records.`);
+  console.log(`\napp.ts now:\n${finalFile.replace(/^/gm, '  ')}`);
+}

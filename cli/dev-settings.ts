@@ -1,0 +1,38 @@
+/**
+ * `settle dev` writes its connection settings here so other commands (`settle records`,
+ * `settle show`, …) find the running stack without copying URLs around. Removed on stop.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { SETTLE_DIR } from '../stack/paths';
+
+export interface DevSettings {
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  databaseUrl: string;
+  uiUrl: string | null;
+  pid: number;
+}
+
+export const DEV_SETTINGS_FILE = path.join(SETTLE_DIR, 'dev.json');
+
+export function writeDevSettings(settings: DevSettings): void {
+  fs.mkdirSync(SETTLE_DIR, { recursive: true });
+  fs.writeFileSync(DEV_SETTINGS_FILE, JSON.stringify(settings, null, 2) + '\n');
+}
+
+/** The settings of a `settle dev` that is still running, or null. */
+export function readDevSettings(): DevSettings | null {
+  try {
+    const settings = JSON.parse(fs.readFileSync(DEV_SETTINGS_FILE, 'utf8')) as DevSettings;
+    process.kill(settings.pid, 0); // throws if that process is gone
+    return settings;
+  } catch {
+    return null;
+  }
+}
+
+export function removeDevSettings(): void {
+  fs.rmSync(DEV_SETTINGS_FILE, { force: true });
+}

@@ -1,0 +1,36 @@
+/** `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. */
+import { startStack } from '../stack/index';
+import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
+import { removeDevSettings, writeDevSettings } from './dev-settings';
+
+export async function runDev(log: (line: string) => void): Promise<number> {
+  const stack = await startStack({ log, persistent: true });
+  try {
+    const worker = await createSettleWorker({ temporalAddress: stack.temporal.address, databaseUrl: stack.databaseUrl });
+    const settings = {
+      temporalAddress: stack.temporal.address,
+      namespace: stack.temporal.namespace,
+      taskQueue: DEFAULT_TASK_QUEUE,
+      databaseUrl: stack.databaseUrl,
+      uiUrl: stack.temporal.uiUrl,
+      pid: process.pid,
+    };
+    writeDevSettings(settings);
+    console.log(
+      [
+        'settle dev is up (Ctrl-C stops everything).',
+        `  Web UI               ${stack.temporal.uiUrl ?? '(disabled)'}`,
+        `  TEMPORAL_ADDRESS     ${settings.temporalAddress}`,
+        `  TEMPORAL_NAMESPACE   ${settings.namespace}`,
+        `  TEMPORAL_TASK_QUEUE  ${settings.taskQueue}`,
+        `  DATABASE_URL         ${settings.databaseUrl}`,
+      ].join('\n'),
+    );
+    // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.
+    await worker.run();
+    return 0;
+  } finally {
+    removeDevSettings();
+    await stack.stop();
+  }
+}

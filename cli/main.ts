@@ -1,0 +1,195 @@
+/**
+ * The `settle` command. Invalid input exits 2 with one line naming the argument and the rule.
+ */
+import fs from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { canonicalJson } from '../core/jcs';
+import { deriveKey } from '../core/key';
+import { InputError } from '../core/errors';
+import { isRecordState, RECORD_STATES } from '../core/records';
+import { EndpointStore } from '../activities/store/endpoint-store';
+import { openDatabase } from '../activities/store/database';
+import { readDevSettings } from './dev-settings';
+
+/** A usage error: printed as one line, exit code 2. */
+class UsageError extends Error {}
+
+const program = new Command();
+program
+  .name('settle')
+  .description('Effect settlement for AI agents’ tool calls on Temporal and Postgres.')
+  .showHelpAfterError(false)
+  .exitOverride()
+  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+program
+  .command('demo')
+  .description('Start the embedded stack, run a demo trajectory, print a summary, stop everything.')
+  .option('--keep', 'leave the stack running afterwards to look at the Web UI (Ctrl-C stops it)', false)
+  .action(async (opts: { keep: boolean }) => {
+    const { runDemo } = await import('./demo');
+    process.exitCode = await runDemo({ keep: opts.keep, log: (l) => console.error(l) });
+  });
+
+program
+  .command('dev')
+  .description('Start Temporal (with Web UI), Postgres and a worker; stay up until Ctrl-C.')
+  .action(async () => {
+    const { runDev } = await import('./dev');
+    process.exitCode = await runDev((l) => console.error(l));
+  });
+
+program
+  .command('key')
+  .description('Print the idempotency key (DESIGN.md §1) of exactly these components; no defaults are applied to args.')
+  .requiredOption('--trajectory <id>', 'trajectory (workflow) id')
+  .requiredOption('--turn <n>', 'turn number, an integer ≥ 0', parseTurn)
+  .requiredOption('--call-id <id>', 'tool-call id')
+  .requiredOption('--tool <name>', 'tool name')
+  .requiredOption('--args <json>', 'arguments as a JSON object')
+  .option('--secret-env <VAR>', 'keyed mode: HMAC secret read from this environment variable')
+  .action((opts: { trajectory: string; turn: number; callId: string; tool: string; args: string; secretEnv?: string }) => {
+    const args = parseJson(opts.args, '--args');
+    let secret: Uint8Array | undefined;
+    if (opts.secretEnv !== undefined) {
+      const value = process.env[opts.secretEnv];
+      if (!value) throw new UsageError(`--secret-env: environment variable ${opts.secretEnv} must be set and non-empty`);
+      secret = new TextEncoder().encode(value);
+    }
+    const key = withField(
+      () => deriveKey({ trajectoryId: opts.trajectory, turn: opts.turn, callId: opts.callId, tool: opts.tool, args: args as Record<string, unknown> }, secret),
+      { trajectory_id: '--trajectory', turn: '--turn', call_id: '--call-id', tool: '--tool', args: '--args' },
+    );
+    console.log(key);
+  });
+
+program
+  .command('canonicalize')
+  .description('Read one JSON value on stdin; write its RFC 8785 (JCS) form and a newline.')
+  .action(() => {
+    const value = parseJson(fs.readFileSync(0, 'utf8'), 'stdin');
+    process.stdout.write(withField(() => canonicalJson(value, 'stdin'), {}) + '\n');
+  });
+
+program
+  .command('records')
+  .description('List endpoint records.')
+  .option('--state <state>', `one of ${RECORD_STATES.join(', ')}`, parseState)
+  .option('--trajectory <id>', 'only this trajectory')
+  .option('--limit <n>', 'at most this many rows', parsePositiveInt('--limit'), 1000)
+  .option('--json', 'one JSON array on stdout', false)
+  .action(async (opts: { state?: (typeof RECORD_STATES)[number]; trajectory?: string; limit: number; json: boolean }) => {
+    await withStore(async (store) => {
+      const records = await store.list({
+        ...(opts.state ? { state: opts.state } : {}),
+        ...(opts.trajectory ? { trajectoryId: opts.trajectory } : {}),
+        limit: opts.limit,
+      });
+      if (opts.json) {
+        console.log(JSON.stringify(records, null, 2));
+        return;
+      }
+      if (records.length === 0) {
+        console.log('no records');
+        return;
+      }
+      console.log('key               state         gen  trajectory / turn / call               tool        updated');
+      for (const r of records) {
+        console.log(
+          `${r.key.slice(0, 16)}  ${r.state.padEnd(12)}  ${String(r.generation).padStart(3)}  ${`${r.trajectoryId} / ${r.turn} / ${r.callId}`.padEnd(38)} ${r.tool.padEnd(11)} ${r.updatedAt.toISOString()}`,
+        );
+      }
+    });
+  });
+
+program
+  .command('show')
+  .description('Show one endpoint record and its event history.')
+  .argument('<key>', 'the 64-hex-digit idempotency key')
+  .option('--json', 'JSON on stdout', false)
+  .action(async (key: string, opts: { json: boolean }) => {
+    if (!/^[0-9a-f]{64}$/.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
+    await withStore(async (store) => {
+      const record = await store.get(key);
+      if (!record) throw new UsageError(`KEY: no endpoint record for ${key}`);
+      const events = await store.events(key);
+      if (opts.json) {
+        console.log(JSON.stringify({ record, events }, null, 2));
+        return;
+      }
+      const { args, intent, result, ...rest } = record;
+      for (const [k, v] of Object.entries(rest)) console.log(`${k.padEnd(13)} ${v instanceof Date ? v.toISOString() : String(v)}`);
+      console.log(`${'args'.padEnd(13)} ${JSON.stringify(args)}`);
+      console.log(`${'intent'.padEnd(13)} ${JSON.stringify(intent)}`);
+      console.log(`${'result'.padEnd(13)} ${JSON.stringify(result)}`);
+      console.log('\nevents:');
+      for (const e of events) {
+        console.log(`  ${e.at.toISOString()}  gen ${e.generation}  ${e.fromState} → ${e.toState}  by ${e.actor}  ${JSON.stringify(e.detail)}`);
+      }
+    });
+  });
+
+function parseTurn(value: string): number {
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('must be an integer ≥ 0');
+  return Number(value);
+}
+
+function parsePositiveInt(flag: string) {
+  return (value: string): number => {
+    if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError(`${flag} must be an integer ≥ 1`);
+    return Number(value);
+  };
+}
+
+function parseState(value: string) {
+  if (!isRecordState(value)) throw new InvalidArgumentError(`must be one of ${RECORD_STATES.join(', ')}`);
+  return value;
+}
+
+function parseJson(text: string, field: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${field}: must be valid JSON (${(err as Error).message})`);
+  }
+}
+
+/** Re-labels an InputError's field with the CLI flag that carried it. */
+function withField<T>(fn: () => T, flags: Record<string, string>): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof InputError) {
+      const [head, ...rest] = err.field.split(/(?=[.[ ])/);
+      const flag = flags[head ?? ''];
+      throw new UsageError(`${flag ? flag + (rest.length ? ` (${head}${rest.join('')})` : '') : err.field} must ${err.rule}`);
+    }
+    throw err;
+  }
+}
+
+async function withStore(fn: (store: EndpointStore) => Promise<void>): Promise<void> {
+  const url = process.env.DATABASE_URL ?? readDevSettings()?.databaseUrl;
+  if (!url) throw new UsageError('DATABASE_URL: must be set (or run `settle dev`, whose settings the CLI then finds)');
+  const db = openDatabase(url, { max: 1 });
+  try {
+    await fn(new EndpointStore(db));
+  } finally {
+    await db.destroy();
+  }
+}
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    // Help and version are not errors; everything else commander reports is bad usage.
+    process.exit(err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0 ? 0 : 2);
+  }
+  if (err instanceof UsageError) {
+    console.error(`settle: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(`settle: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}

@@ -1,0 +1,29 @@
+/**
+ * The one shape every tool call's result takes, whatever the tool: what a model reads back.
+ * A tool-level failure (e.g. "old_str matched 0 blocks") is an observation with `error` set and
+ * a non-zero `exit_status`, not an exception.
+ */
+export interface Observation {
+  output: string;
+  error: string | null;
+  /** 0 = success. Shell tools report the process status; other tools 0 or 1. */
+  exit_status: number;
+  /** True when `output` (or `error`) was cut; the text then ends with a marker. */
+  truncated: boolean;
+}
+
+export const TRUNCATION_MARKER = '\n[… truncated by settle …]';
+
+export function ok(output: string): Observation {
+  return { output, error: null, exit_status: 0, truncated: false };
+}
+
+export function failed(error: string, exit_status = 1): Observation {
+  return { output: '', error, exit_status, truncated: false };
+}
+
+/** Cuts `text` to at most `maxChars`, marking the cut. */
+export function truncate(text: string, maxChars: number): { text: string; truncated: boolean } {
+  if (text.length <= maxChars) return { text, truncated: false };
+  return { text: text.slice(0, Math.max(0, maxChars - TRUNCATION_MARKER.length)) + TRUNCATION_MARKER, truncated: true };
+}

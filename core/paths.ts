@@ -1,0 +1,37 @@
+/**
+ * Canonical absolute paths and segment-wise containment (DESIGN.md §5). Pure string rules; the
+ * symlink part of containment needs the file system and lives in activities/workspace.ts.
+ *
+ * Why segment-wise: a plain prefix test lets `/work` "contain" `/workspace` (CVE-2025-53110 style).
+ * Why NFC first: a check done before Unicode normalisation can be bypassed (CWE-176).
+ */
+import { InputError } from './errors';
+
+export const MAX_PATH_LENGTH = 4096;
+
+/**
+ * Returns the NFC form of `p` after checking it is canonical: absolute, no NUL, no empty, `.`
+ * or `..` segments (so no trailing slash and no `//`). The root `/` itself is allowed.
+ */
+export function canonicalPath(p: unknown, field = 'path'): string {
+  if (typeof p !== 'string') throw new InputError(field, 'be a string');
+  if (p.length === 0) throw new InputError(field, 'be non-empty');
+  if (p.length > MAX_PATH_LENGTH) throw new InputError(field, `be at most ${MAX_PATH_LENGTH} characters`);
+  if (p.includes('\0')) throw new InputError(field, 'contain no NUL character');
+  const nfc = p.normalize('NFC');
+  if (!nfc.startsWith('/')) throw new InputError(field, `be an absolute path (got ${JSON.stringify(p)})`);
+  if (nfc === '/') return nfc;
+  for (const segment of nfc.slice(1).split('/')) {
+    if (segment === '') throw new InputError(field, `have no empty segment (no "//" and no trailing "/"; got ${JSON.stringify(p)})`);
+    if (segment === '.' || segment === '..') {
+      throw new InputError(field, `have no "${segment}" segment (got ${JSON.stringify(p)})`);
+    }
+  }
+  return nfc;
+}
+
+/** True when canonical `target` is `container` or lies below it, compared segment by segment. */
+export function isWithin(target: string, container: string): boolean {
+  if (container === '/') return target.startsWith('/');
+  return target === container || target.startsWith(container + '/');
+}

@@ -1,0 +1,2 @@
+/** Entry point of the workflow bundle: every workflow a settle worker runs. */
+export { trajectoryWorkflow } from './trajectory';
