@@ -10,6 +10,7 @@ import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { startStack, type Stack } from '../stack/index';
 import { SETTLE_DIR } from '../stack/paths';
+import { installRuntime } from '../workers/runtime';
 import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
 import type { ScriptedTurn, TrajectoryResult } from '../workflows/trajectory';
 import { workflowUrl } from './ui';
@@ -51,6 +52,7 @@ export function prepareWorkspace(root: string): void {
 
 export async function runDemo(options: DemoOptions): Promise<number> {
   const { log } = options;
+  installRuntime('WARN');
   const stack: Stack = await startStack({ log, persistent: options.keep });
   let workerRun: Promise<void> | undefined;
   let shutdownWorker = () => {};

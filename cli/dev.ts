@@ -1,9 +1,11 @@
 /** `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. */
 import { startStack } from '../stack/index';
+import { installRuntime } from '../workers/runtime';
 import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
 import { removeDevSettings, writeDevSettings } from './dev-settings';
 
 export async function runDev(log: (line: string) => void): Promise<number> {
+  installRuntime('WARN');
   const stack = await startStack({ log, persistent: true });
   try {
     const worker = await createSettleWorker({ temporalAddress: stack.temporal.address, databaseUrl: stack.databaseUrl });

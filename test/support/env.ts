@@ -1,0 +1,60 @@
+/** Test helpers on top of the stack started by global-setup (real Temporal, real Postgres). */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import type { Kysely } from 'kysely';
+import { openDatabase } from '../../activities/store/database';
+import { EndpointStore } from '../../activities/store/endpoint-store';
+import type { SettleDatabase } from '../../activities/store/schema';
+import { createSettleWorker } from '../../workers/create-worker';
+import { installRuntime } from '../../workers/runtime';
+import './provided-context';
+
+export function uniqueId(prefix: string): string {
+  return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+export function tempWorkspace(prefix = 'ws'): string {
+  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `settle-${prefix}-`)));
+}
+
+export function openTestDb(max = 10): Kysely<SettleDatabase> {
+  return openDatabase(inject('databaseUrl'), { max });
+}
+
+export function testStore(db: Kysely<SettleDatabase>): EndpointStore {
+  return new EndpointStore(db);
+}
+
+export interface RunningWorker {
+  client: Client;
+  taskQueue: string;
+  stop(): Promise<void>;
+}
+
+/** A real worker (workflows from the run's bundle) on its own task queue, plus a client. */
+export async function startTestWorker(): Promise<RunningWorker> {
+  installRuntime('WARN');
+  const taskQueue = uniqueId('tq');
+  const worker = await createSettleWorker({
+    temporalAddress: inject('temporalAddress'),
+    databaseUrl: inject('databaseUrl'),
+    taskQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+  });
+  const running = worker.run();
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  const client = new Client({ connection });
+  return {
+    client,
+    taskQueue,
+    stop: async () => {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
