@@ -166,6 +166,12 @@ class LeaseKeeper {
   private async renew(): Promise<void> {
     if (this.lost) return;
     const sentAt = performance.now();
+    // Once the lease may have lapsed by our own clock, another executor may have taken the call
+    // over: never resurrect it, even if the database would still accept the renewal.
+    if (sentAt - this.lastRenewalSentAt > this.options.leaseMs - this.marginMs) {
+      this.lost = true;
+      return;
+    }
     try {
       const renewed = await this.store.renewLease(this.key, this.generation, this.options.leaseMs);
       if (!renewed.ok) {
@@ -182,7 +188,7 @@ class LeaseKeeper {
 
   assertHeld(): void {
     const age = performance.now() - this.lastRenewalSentAt;
-    if (this.lost) throw new LeaseLost('the claim was taken over (renewal refused); not starting the effect');
+    if (this.lost) throw new LeaseLost('the lease was lost (renewal refused, or lapsed on this process\'s clock); not starting the effect');
     if (age > this.options.leaseMs - this.marginMs) {
       throw new LeaseLost(`last lease renewal was ${Math.round(age)} ms ago (lease ${this.options.leaseMs} ms); not starting the effect`);
     }

@@ -1,0 +1,248 @@
+/**
+ * The settled execution path (claim → plan → intent → execute → complete) and probe
+ * application, with real files and real Postgres.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { deriveKey } from '../../core/key';
+import type { ProbeVerdict } from '../../core/records';
+import { applyProbe, runSettled } from '../../activities/settled/run-settled';
+import { NoEffect, type SettledTool } from '../../activities/settled/settled-tool';
+import { fileEdit, fileEditHooks } from '../../activities/tools/file-edit';
+import type { FileEditArgs } from '../../core/tools/file-edit';
+import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+
+const db = openTestDb();
+const store = testStore(db);
+afterAll(() => db.destroy());
+afterEach(() => {
+  delete fileEditHooks.beforeRename;
+});
+
+function callFor<A extends Record<string, unknown>>(tool: string, args: A) {
+  const trajectoryId = uniqueId('run');
+  return { key: deriveKey({ trajectoryId, turn: 0, callId: 'c1', tool, args }), trajectoryId, turn: 0, callId: 'c1', tool, args };
+}
+
+const run = { leaseMs: 5_000, holder: 'test-worker' };
+
+/** A tool whose execute does what the test says, counting real executions. */
+function scriptedTool(execute: () => Promise<string>): SettledTool<Record<string, unknown>, { n: number }, string> & { runs: number } {
+  const tool = {
+    name: 'scripted',
+    runs: 0,
+    plan: async () => ({ kind: 'proceed' as const, intent: { n: 1 } }),
+    execute: async () => {
+      tool.runs++;
+      return execute();
+    },
+    probe: async (): Promise<ProbeVerdict<string>> => ({ verdict: 'unknown', detail: 'cannot see' }),
+  };
+  return tool;
+}
+
+describe('runSettled', () => {
+  it('an exception during execution leaves IN_DOUBT, and a repeat is refused until settled', async () => {
+    const tool = scriptedTool(async () => {
+      throw new Error('connection reset after the request was sent');
+    });
+    const call = callFor('scripted', { x: 1 });
+    const first = await runSettled(store, tool, call, { workspace: '/' }, run);
+    expect(first).toMatchObject({ kind: 'in_doubt', generation: 1 });
+    expect((await store.get(call.key))?.state).toBe('IN_DOUBT');
+
+    const repeat = await runSettled(store, tool, call, { workspace: '/' }, run);
+    expect(repeat.kind).toBe('in_doubt');
+    expect(tool.runs).toBe(1);
+
+    // Settled as not executed (by a probe or an operator), the next attempt claims generation 2.
+    const record = (await store.get(call.key))!;
+    await applyProbe(store, record, { verdict: 'not_applied', detail: 'checked' });
+    const third = await runSettled(store, scriptedTool(async () => 'ok'), call, { workspace: '/' }, run);
+    expect(third).toEqual({ kind: 'completed', result: 'ok', replayed: false, generation: 2 });
+  });
+
+  it('a NoEffect error releases the key to NOT_EXECUTED', async () => {
+    const tool = scriptedTool(async () => {
+      throw new NoEffect('precondition failed before any write');
+    });
+    const call = callFor('scripted', { x: 2 });
+    expect(await runSettled(store, tool, call, { workspace: '/' }, run)).toMatchObject({ kind: 'released', generation: 1 });
+    expect((await store.get(call.key))?.state).toBe('NOT_EXECUTED');
+  });
+
+  it('a repeat of a completed call is replayed without executing', async () => {
+    const tool = scriptedTool(async () => 'result-1');
+    const call = callFor('scripted', { x: 3 });
+    expect(await runSettled(store, tool, call, { workspace: '/' }, run)).toMatchObject({ kind: 'completed', replayed: false });
+    expect(await runSettled(store, tool, call, { workspace: '/' }, run)).toEqual({
+      kind: 'completed',
+      result: 'result-1',
+      replayed: true,
+      generation: 1,
+    });
+    expect(tool.runs).toBe(1);
+  });
+
+  it('a concurrent repeat while the first is running sees busy', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const tool = scriptedTool(async () => {
+      await gate;
+      return 'slow';
+    });
+    const call = callFor('scripted', { x: 4 });
+    const first = runSettled(store, tool, call, { workspace: '/' }, run);
+    await waitFor(async () => (await store.get(call.key))?.intent != null);
+    expect((await runSettled(store, tool, call, { workspace: '/' }, run)).kind).toBe('busy');
+    release();
+    expect((await first).kind).toBe('completed');
+    expect(tool.runs).toBe(1);
+  });
+
+  it('renews the lease while executing (heartbeats), so a long call is not taken over', async () => {
+    let heartbeats = 0;
+    const tool = scriptedTool(async () => {
+      await sleep(2_000);
+      return 'long';
+    });
+    const call = callFor('scripted', { x: 5 });
+    const running = runSettled(store, tool, call, { workspace: '/' }, { leaseMs: 1_200, holder: 'h', heartbeat: () => heartbeats++ });
+    await sleep(1_600);
+    // Past the original lease: a claimer must still see busy, not an expired lease.
+    expect((await store.claim(call, { leaseMs: 1_000, holder: 'other' })).kind).toBe('busy');
+    expect(await running).toMatchObject({ kind: 'completed', replayed: false });
+    expect(heartbeats).toBeGreaterThanOrEqual(2);
+  });
+
+  it('an executor that lost its lease does not start the effect (checked right before it)', async () => {
+    const workspace = tempWorkspace();
+    const file = path.join(workspace, 'a.txt');
+    fs.writeFileSync(file, 'alpha\n');
+    const args: FileEditArgs = { path: file, old_str: 'alpha', new_str: 'beta', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    // The process is paused (GC pause, SIGSTOP, overloaded host) between preparing and renaming
+    // for longer than its lease: no timer runs, so no renewal happens. A synchronous sleep
+    // reproduces exactly that.
+    fileEditHooks.beforeRename = async () => {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 450);
+    };
+    const running = runSettled(store, fileEdit, call, { workspace }, { leaseMs: 400, holder: 'zombie' });
+    const outcome = await running;
+    expect(outcome.kind).toBe('released');
+    expect((await store.get(call.key))?.detail).toMatch(/LeaseLost/);
+    expect(fs.readFileSync(file, 'utf8')).toBe('alpha\n');
+    expect(fs.readdirSync(workspace)).toEqual(['a.txt']); // temporary file cleaned up
+  });
+});
+
+describe('file_edit intent and probe', () => {
+  function setup(content = 'one two one\n') {
+    const workspace = tempWorkspace();
+    const file = path.join(workspace, 'f.txt');
+    fs.writeFileSync(file, content);
+    fs.chmodSync(file, 0o640);
+    return { workspace, file };
+  }
+
+  it('records path and hashes before the effect, writes atomically, keeps the mode', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: '2', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    const outcome = await runSettled(store, fileEdit, call, { workspace }, run);
+    expect(outcome).toMatchObject({ kind: 'completed', result: { output: `replaced 1 block in ${file}`, error: null, exit_status: 0 } });
+    expect(fs.readFileSync(file, 'utf8')).toBe('one 2 one\n');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o640);
+    const intent = (await store.get(call.key))!.intent as Record<string, unknown>;
+    expect(intent).toMatchObject({ path: file, matches: 1 });
+    expect(intent.sha256_before).toMatch(/^[0-9a-f]{64}$/);
+    expect(intent.sha256_after).not.toBe(intent.sha256_before);
+  });
+
+  it('zero matches, or several without allow_multiple, leave the file unchanged and name the count', async () => {
+    const { workspace, file } = setup();
+    const zero = await runSettled(store, fileEdit, callFor('file_edit', { path: file, old_str: 'three', new_str: '3', allow_multiple: false }), { workspace }, run);
+    expect(zero).toMatchObject({ kind: 'completed', result: { error: expect.stringMatching(/old_str matched 0 blocks/), exit_status: 1 } });
+    const two = await runSettled(store, fileEdit, callFor('file_edit', { path: file, old_str: 'one', new_str: '1', allow_multiple: false }), { workspace }, run);
+    expect(two).toMatchObject({ kind: 'completed', result: { error: expect.stringMatching(/old_str matched 2 blocks .*exactly one required/) } });
+    expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
+    const all = await runSettled(store, fileEdit, callFor('file_edit', { path: file, old_str: 'one', new_str: '$&1', allow_multiple: true }), { workspace }, run);
+    expect(all).toMatchObject({ kind: 'completed', result: { output: expect.stringMatching(/replaced 2 blocks/) } });
+    expect(fs.readFileSync(file, 'utf8')).toBe('$&1 two $&1\n');
+  });
+
+  it('an edit interrupted between write and rename leaves the old file; the probe says not applied', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    fileEditHooks.beforeRename = async () => {
+      throw new Error('worker died between write and rename');
+    };
+    expect((await runSettled(store, fileEdit, call, { workspace }, run)).kind).toBe('in_doubt');
+    expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
+    expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
+
+    const record = (await store.get(call.key))!;
+    const verdict = await fileEdit.probe(args, record.intent as never, { workspace });
+    expect(verdict.verdict).toBe('not_applied');
+    expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
+    expect((await store.events(call.key)).at(-1)).toMatchObject({ toState: 'NOT_EXECUTED', actor: 'probe:file_edit' });
+  });
+
+  it('the probe says applied (result reconstructed) when the file has the expected after-hash', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    // The rename happens, then the executor dies before it can complete the record.
+    fileEditHooks.beforeRename = async (tmp, target) => {
+      fs.renameSync(tmp, target);
+      throw new Error('died right after the rename');
+    };
+    expect((await runSettled(store, fileEdit, call, { workspace }, run)).kind).toBe('in_doubt');
+    expect(fs.readFileSync(file, 'utf8')).toBe('one TWO one\n');
+
+    const record = (await store.get(call.key))!;
+    const verdict = await fileEdit.probe(args, record.intent as never, { workspace });
+    expect(verdict).toMatchObject({ verdict: 'applied', result: { output: `replaced 1 block in ${file}` } });
+    expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
+    // A retry is now a replay, not a second edit.
+    delete fileEditHooks.beforeRename;
+    expect(await runSettled(store, fileEdit, call, { workspace }, run)).toMatchObject({ kind: 'completed', replayed: true });
+    expect(fs.readFileSync(file, 'utf8')).toBe('one TWO one\n');
+  });
+
+  it('the probe says unknown when the file matches neither hash', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false };
+    const plan = await fileEdit.plan(args, { workspace });
+    if (plan.kind !== 'proceed') throw new Error('expected a plan to proceed');
+    fs.writeFileSync(file, 'someone else rewrote this\n');
+    expect(await fileEdit.probe(args, plan.intent, { workspace })).toMatchObject({ verdict: 'unknown' });
+    fs.rmSync(file);
+    expect(await fileEdit.probe(args, plan.intent, { workspace })).toMatchObject({ verdict: 'unknown', detail: expect.stringMatching(/no longer exists/) });
+  });
+
+  it('refuses paths outside the workspace with nothing touched', async () => {
+    const { workspace } = setup();
+    const sibling = `${workspace}-sibling`;
+    fs.mkdirSync(sibling, { recursive: true });
+    fs.writeFileSync(path.join(sibling, 'x.txt'), 'x');
+    fs.symlinkSync(sibling, path.join(workspace, 'link'));
+    for (const p of [path.join(sibling, 'x.txt'), path.join(workspace, 'link', 'x.txt'), `${workspace}/../${path.basename(sibling)}/x.txt`]) {
+      const outcome = await runSettled(store, fileEdit, callFor('file_edit', { path: p, old_str: 'x', new_str: 'y', allow_multiple: false }), { workspace }, run);
+      expect(outcome).toMatchObject({ kind: 'completed', result: { error: expect.stringMatching(/^refused: args\.path must/) } });
+    }
+    expect(fs.readFileSync(path.join(sibling, 'x.txt'), 'utf8')).toBe('x');
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await sleep(20);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
