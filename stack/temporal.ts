@@ -37,6 +37,8 @@ export interface StartTemporalOptions {
   binDir?: string;
   /** Environment for the CLI lookup (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /** Let @temporalio/testing download a CLI as the last resort (default true). */
+  allowDownload?: boolean;
 }
 
 export class TemporalCliNotFound extends Error {
@@ -85,7 +87,10 @@ export async function startTemporal(options: StartTemporalOptions = {}): Promise
     ...(options.binDir ? { binDir: options.binDir } : {}),
     ...(options.env ? { env: options.env } : {}),
   });
-  if (cli.kind === 'download') return startViaTestingDownload(options, log);
+  if (cli.kind === 'download') {
+    if (options.allowDownload === false) throw new TemporalCliNotFound(notFoundMessage('downloads are disabled'));
+    return startViaTestingDownload(options, log);
+  }
 
   // A port can be taken between choosing and binding it: try again with new ports.
   let lastError: unknown;
@@ -210,12 +215,7 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
       },
     });
   } catch (err) {
-    throw new TemporalCliNotFound(
-      'No Temporal CLI: TEMPORAL_CLI is unset, `temporal` is not on PATH, .settle/bin/temporal does not exist, ' +
-        'Go is not installed, and the download by @temporalio/testing failed ' +
-        `(${(err as Error).message.split('\n')[0]}). Set TEMPORAL_CLI=/path/to/temporal (CLI v1.x), ` +
-        `or install Go and run: GOBIN=$PWD/.settle/bin go install ${TEMPORAL_CLI_MODULE}`,
-    );
+    throw new TemporalCliNotFound(notFoundMessage(`the download by @temporalio/testing failed: ${(err as Error).message.split('\n')[0]}`));
   }
   return {
     address: `127.0.0.1:${port}`,
@@ -224,6 +224,14 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
     source: 'downloaded by @temporalio/testing',
     stop: () => env.teardown(),
   };
+}
+
+function notFoundMessage(why: string): string {
+  return (
+    'No Temporal CLI: TEMPORAL_CLI is unset, `temporal` is not on PATH, .settle/bin/temporal does not exist, ' +
+    `Go is not installed, and ${why}. Set TEMPORAL_CLI=/path/to/temporal (CLI v1.x), ` +
+    `or install Go and run: GOBIN=$PWD/.settle/bin go install ${TEMPORAL_CLI_MODULE}`
+  );
 }
 
 function isExecutable(p: string): boolean {

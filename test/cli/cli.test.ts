@@ -1,0 +1,114 @@
+/** The `settle` command as a user runs it: output, exit codes, one-line errors. */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it, inject } from 'vitest';
+import { deriveKey } from '../../core/key';
+import { openTestDb, testStore, uniqueId } from '../support/env';
+
+const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
+
+function settle(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    input: options.input ?? '',
+    encoding: 'utf8',
+    env: { ...process.env, ...options.env },
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const db = openTestDb(2);
+const store = testStore(db);
+afterAll(() => db.destroy());
+
+describe('settle key', () => {
+  const argv = ['key', '--trajectory', 't-1', '--turn', '2', '--call-id', 'call_9', '--tool', 'file_edit', '--args'];
+
+  it('prints the key of exactly those args, with no defaults applied', () => {
+    const r = settle([...argv, '{"path":"/ws/a","old_str":"x","new_str":"y"}']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(
+      deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args: { path: '/ws/a', old_str: 'x', new_str: 'y' } }) + '\n',
+    );
+  });
+
+  it('takes the keyed-mode secret only from the named environment variable', () => {
+    const withSecret = settle([...argv, '{}', '--secret-env', 'MY_KEY'], { env: { MY_KEY: 's3cret' } });
+    expect(withSecret.code).toBe(0);
+    expect(withSecret.stdout.trim()).toBe(
+      deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args: {} }, new TextEncoder().encode('s3cret')),
+    );
+    const missing = settle([...argv, '{}', '--secret-env', 'NOT_SET_ANYWHERE'], { env: { NOT_SET_ANYWHERE: '' } });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim()).toBe('settle: --secret-env: environment variable NOT_SET_ANYWHERE must be set and non-empty');
+  });
+
+  it.each([
+    [['--turn', '-1'], /--turn.*must be an integer ≥ 0/],
+    [['--tool', 'Bad Tool'], /--tool must match/],
+    [['--args', '[1]'], /--args must be a JSON object \(got array\)/],
+    [['--args', '{"a":'], /--args: must be valid JSON/],
+    [['--args', '{"s":"\\ud800"}'], /--args \(args\.s\) must contain no lone surrogate/],
+    [['--call-id', ''], /--call-id must be non-empty/],
+  ])('invalid input %j exits 2 with one line naming the argument', (override, message) => {
+    const values: Record<string, string> = { '--trajectory': 't', '--turn': '0', '--call-id': 'c', '--tool': 'file_edit', '--args': '{}' };
+    values[override[0]!] = override[1]!;
+    const r = settle(['key', ...Object.entries(values).flat()]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it('a missing required option exits 2', () => {
+    const r = settle(['key', '--trajectory', 't']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/required option/);
+  });
+});
+
+describe('settle canonicalize', () => {
+  it('writes the RFC 8785 form and one newline', () => {
+    const r = settle(['canonicalize'], { input: '{ "b": [1.0, 2e3, "\\u00e9"], "a": {"z": null, "y": true} }' });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('{"a":{"y":true,"z":null},"b":[1,2000,"é"]}\n');
+  });
+
+  it('rejects invalid JSON and lone surrogates with exit 2', () => {
+    expect(settle(['canonicalize'], { input: '{nope' })).toMatchObject({ code: 2 });
+    const r = settle(['canonicalize'], { input: '["\\udc00"]' });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^settle: stdin\[0\] must contain no lone surrogate/);
+  });
+});
+
+describe('settle records / show', () => {
+  it('lists records by state and trajectory, and shows a record with its events', async () => {
+    const trajectoryId = uniqueId('cli');
+    const args = { path: '/ws/a', old_str: 'a', new_str: 'b' };
+    const key = deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'file_edit', args });
+    await store.claim({ key, trajectoryId, turn: 0, callId: 'c', tool: 'file_edit', args }, { leaseMs: 60_000, holder: 'cli-test' });
+    await store.markInDoubt(key, 1, 'worker crashed', 'worker:cli-test');
+    const env = { DATABASE_URL: inject('databaseUrl') };
+
+    const list = settle(['records', '--state', 'IN_DOUBT', '--trajectory', trajectoryId, '--json'], { env });
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ key, state: 'IN_DOUBT', generation: 1 }]);
+    const table = settle(['records', '--trajectory', trajectoryId], { env });
+    expect(table.stdout).toContain(key.slice(0, 16));
+
+    const show = settle(['show', key], { env });
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/state\s+IN_DOUBT/);
+    expect(show.stdout).toMatch(/UNSEEN → IN_FLIGHT\s+by worker:cli-test/);
+    expect(show.stdout).toMatch(/IN_FLIGHT → IN_DOUBT\s+by worker:cli-test/);
+  });
+
+  it('rejects a bad state, a malformed key, an unknown key, and a missing database with exit 2', () => {
+    const env = { DATABASE_URL: inject('databaseUrl') };
+    expect(settle(['records', '--state', 'DONE'], { env })).toMatchObject({ code: 2 });
+    expect(settle(['show', 'abc'], { env }).stderr.trim()).toBe('settle: KEY: must be 64 lowercase hex digits (got "abc")');
+    expect(settle(['show', 'f'.repeat(64)], { env }).stderr).toMatch(/no endpoint record/);
+    const noDb = settle(['records'], { env: { DATABASE_URL: '' } });
+    expect(noDb.code).toBe(2);
+    expect(noDb.stderr).toMatch(/DATABASE_URL: must be set/);
+  });
+});

@@ -1,0 +1,95 @@
+/**
+ * The stack launcher's promises to a newcomer: it starts real servers, stops every process it
+ * started, and fails with messages that say what to do.
+ */
+import net from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { assertReachable } from '../../activities/store/database';
+import { startTemporal, findTemporalCli, TemporalCliNotFound } from '../../stack/temporal';
+import { startPostgres } from '../../stack/postgres';
+import { isListening } from '../../stack/ports';
+
+describe('stack launcher', () => {
+  it('starts Temporal on a free port when the preferred one is taken, and stop leaves nothing listening', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const taken = (blocker.address() as net.AddressInfo).port;
+    const lines: string[] = [];
+    const temporal = await startTemporal({ port: taken, log: (l) => lines.push(l) });
+    try {
+      const port = Number(temporal.address.split(':')[1]);
+      expect(port).not.toBe(taken);
+      expect(lines.join('\n')).toMatch(new RegExp(`port ${taken} is in use`));
+      expect(await isListening(port)).toBe(true);
+      const ui = Number(new URL(temporal.uiUrl!).port);
+      expect((await fetch(temporal.uiUrl!)).status).toBe(200);
+      await temporal.stop();
+      expect(await isListening(port)).toBe(false);
+      expect(await isListening(ui)).toBe(false);
+    } finally {
+      await temporal.stop();
+      blocker.close();
+    }
+  });
+
+  it('starts an embedded PostgreSQL, migrates it, and stops it', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-pg-launch-'));
+    fs.chmodSync(dataDir, 0o755);
+    const saved = process.env.DATABASE_URL;
+    delete process.env.DATABASE_URL;
+    try {
+      const pg = await startPostgres({ dataDir: path.join(dataDir, 'data'), ephemeral: true });
+      const port = Number(new URL(pg.url).port);
+      await assertReachable(pg.url);
+      await pg.stop();
+      expect(await isListening(port)).toBe(false);
+    } finally {
+      if (saved !== undefined) process.env.DATABASE_URL = saved;
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('names DATABASE_URL when it is unreachable', async () => {
+    const saved = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = 'postgres://nobody:secret@127.0.0.1:1/nowhere';
+    try {
+      await expect(startPostgres()).rejects.toThrow(/^DATABASE_URL postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/nowhere is unreachable/);
+    } finally {
+      if (saved === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = saved;
+    }
+  });
+
+  it('with no CLI, no Go and no download, says how to provide TEMPORAL_CLI', async () => {
+    const emptyBin = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-nobin-'));
+    const error = await startTemporal({ env: { PATH: '' }, binDir: emptyBin, allowDownload: false }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TemporalCliNotFound);
+    expect((error as Error).message).toMatch(/Set TEMPORAL_CLI=\/path\/to\/temporal/);
+  });
+
+  it('refuses a TEMPORAL_CLI that is not an executable file, naming it', () => {
+    expect(() => findTemporalCli(() => {}, { env: { TEMPORAL_CLI: '/nonexistent/temporal' } })).toThrow(
+      /TEMPORAL_CLI=\/nonexistent\/temporal is not an executable file/,
+    );
+  });
+
+  it('finds the CLI in order: TEMPORAL_CLI, PATH, cached binary', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-find-'));
+    const exe = (name: string) => {
+      const p = path.join(dir, name);
+      fs.mkdirSync(path.dirname(p), { recursive: true });
+      fs.writeFileSync(p, '#!/bin/sh\n', { mode: 0o755 });
+      return p;
+    };
+    const explicit = exe('explicit/temporal');
+    const onPath = exe('path/temporal');
+    const cached = exe('cache/temporal');
+    const find = (env: NodeJS.ProcessEnv) => findTemporalCli(() => {}, { env, binDir: path.dirname(cached) });
+    expect(find({ TEMPORAL_CLI: explicit, PATH: path.dirname(onPath) })).toMatchObject({ path: explicit, source: 'TEMPORAL_CLI' });
+    expect(find({ PATH: path.dirname(onPath) })).toMatchObject({ path: onPath, source: 'PATH' });
+    expect(find({ PATH: '' })).toMatchObject({ path: cached });
+  });
+});
