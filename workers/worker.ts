@@ -5,6 +5,7 @@
  *   TEMPORAL_NAMESPACE  namespace                                (default "default")
  *   TEMPORAL_TASK_QUEUE task queue                               (default "settle")
  *   DATABASE_URL        Postgres holding the endpoint records    (required)
+ *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start)
  *
  * Runs migrations on start (safe with many workers starting at once). SIGTERM/SIGINT drain the
  * worker gracefully: running activities finish or heartbeat out, then the process exits.
@@ -24,7 +25,14 @@ async function main(): Promise<void> {
 
   await assertReachable(databaseUrl);
   await migrateToLatest(databaseUrl);
-  const worker = await createSettleWorker({ temporalAddress, namespace, taskQueue, databaseUrl });
+  const bundlePath = process.env.SETTLE_WORKFLOW_BUNDLE;
+  const worker = await createSettleWorker({
+    temporalAddress,
+    namespace,
+    taskQueue,
+    databaseUrl,
+    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : {}),
+  });
   // Worker.runUntil-style signal handling: the SDK already shuts down on SIGINT/SIGTERM by default.
   console.log(`settle worker: ${temporalAddress} namespace=${namespace} queue=${taskQueue} db=${redactUrl(databaseUrl)}`);
   await worker.run();

@@ -99,7 +99,8 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   const reports: CallReport[] = [];
   /** Keys waiting for an operator, and those an operator has settled. */
   const awaitingOperator = new Set<string>();
-  const operatorSettled = new Set<string>();
+  /** Operator verdicts applied, by key: the record's state afterwards. */
+  const operatorSettled = new Map<string, RecordStateOrUnseen>();
 
   const { executeToolCall } = proxyActivities<SettleActivities>({
     startToCloseTimeout: '10 minutes',
@@ -113,7 +114,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
     settleCallUpdate,
     async (s) => {
       const result = await settleByOperator(s);
-      if (result.state !== 'IN_DOUBT') operatorSettled.add(s.key);
+      if (result.state !== 'IN_DOUBT') operatorSettled.set(s.key, result.state as RecordStateOrUnseen);
       return result;
     },
     {
@@ -204,10 +205,13 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
               report.observation = failed(`not executed after ${releases} attempts: ${outcome.detail}`);
             }
             break;
-          case 'in_doubt':
+          case 'in_doubt': {
             report.state = 'IN_DOUBT';
-            settledBy = await settle(key, report);
+            const settled = await settle(key, report);
+            // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
+            settledBy = settled.state === 'COMPLETED' ? settled.by : null;
             break;
+          }
         }
       }
       publish('running', `turn ${turn.turn}: ${call.tool} ${report.resolution}`);
@@ -217,7 +221,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   return { trajectoryId, calls: reports };
 
   /** Probes until the record leaves IN_DOUBT; escalates to an operator while the probe cannot tell. */
-  async function settle(key: string, report: CallReport): Promise<'probe' | 'operator'> {
+  async function settle(key: string, report: CallReport): Promise<{ by: 'probe' | 'operator'; state: RecordStateOrUnseen }> {
     let round = 0;
     while (true) {
       publish('waiting_probe', `call ${key.slice(0, 8)}… IN_DOUBT: probing (round ${round + 1})`);
@@ -225,7 +229,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       const probe = await probeToolCall({ key, workspace: input.workspace });
       if (probe.state !== 'IN_DOUBT') {
         report.state = probe.state;
-        return 'probe';
+        return { by: 'probe', state: probe.state };
       }
       awaitingOperator.add(key);
       publish(
@@ -236,7 +240,9 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
       if (await condition(() => operatorSettled.has(key), delayMs)) {
         awaitingOperator.delete(key);
-        return 'operator';
+        const state = operatorSettled.get(key)!;
+        report.state = state;
+        return { by: 'operator', state };
       }
     }
   }

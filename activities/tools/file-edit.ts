@@ -13,6 +13,7 @@ import { FILE_EDIT } from '../../core/tools/file-edit';
 import { failed, ok, type Observation } from '../../core/observation';
 import type { ProbeVerdict } from '../../core/records';
 import { PathRefused, resolveInWorkspace } from '../workspace';
+import { failpoint } from '../failpoints';
 import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
 
 /** Test hook: called between writing the temporary file and renaming it over the target. */
@@ -65,6 +66,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
         await handle.close();
       }
       await fileEditHooks.beforeRename?.(tmp, intent.path);
+      await failpoint('file_edit.before_rename');
       // Compare-and-swap as far as a file system allows: the pre-state must still hold, and so
       // must our lease, right before the rename that is the effect.
       const latest = await readIfFile(intent.path);
@@ -77,6 +79,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       throw err;
     }
     await fs.rename(tmp, intent.path);
+    await failpoint('file_edit.after_rename');
     return resultFor(args, intent);
   },
 

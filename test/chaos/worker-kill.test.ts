@@ -1,0 +1,165 @@
+/**
+ * Crash recovery, proven by killing real worker processes (SIGKILL) in the middle of an effect.
+ *
+ * Worker A runs with a failpoint that kills it at an exact point of `file_edit`; worker B (no
+ * failpoint) takes over the retried activity. The call must be settled by the probe from the
+ * file's real state — re-executed exactly once if the effect had not happened, never if it had.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it, inject } from 'vitest';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { settleCallUpdate } from '../../workflows/trajectory';
+import type { TrajectoryResult } from '../../workflows/trajectory';
+import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+
+const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
+const db = openTestDb(2);
+const store = testStore(db);
+const children: ChildProcess[] = [];
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await db.destroy();
+});
+
+function startWorkerProcess(taskQueue: string, failpoints = ''): { child: ChildProcess; exited: Promise<NodeJS.Signals | number | null>; output: () => string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      DATABASE_URL: inject('databaseUrl'),
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      SETTLE_FAILPOINTS: failpoints,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, signal) => r(signal ?? code)));
+  return { child, exited, output: () => out };
+}
+
+interface Scenario {
+  /** Runs after worker A died, before worker B starts. */
+  afterCrash?: (file: string) => void;
+  /** Runs while worker B works on the trajectory. */
+  whileRunning?: (handle: WorkflowHandle, key: string) => Promise<void>;
+}
+
+async function crashScenario(failpoint: 'file_edit.before_rename' | 'file_edit.after_rename', scenario: Scenario = {}) {
+  const workspace = tempWorkspace('chaos');
+  const file = path.join(workspace, 'config.txt');
+  fs.writeFileSync(file, 'replicas=1\n');
+  const taskQueue = uniqueId('chaos');
+  const trajectoryId = uniqueId('chaos');
+
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  const client = new Client({ connection });
+  try {
+    const workerA = startWorkerProcess(taskQueue, `${failpoint}=kill`);
+    const handle = await client.workflow.start('trajectoryWorkflow', {
+      taskQueue,
+      workflowId: trajectoryId,
+      args: [
+        {
+          workspace,
+          leaseMs: 2_000,
+          turns: [{ turn: 0, calls: [{ call_id: 'scale', tool: 'file_edit', args: { path: file, old_str: 'replicas=1', new_str: 'replicas=2' } }] }],
+        },
+      ],
+    });
+    // Worker A kills itself (SIGKILL) at the failpoint.
+    expect(await workerA.exited).toBe('SIGKILL');
+    scenario.afterCrash?.(file);
+
+    const workerB = startWorkerProcess(taskQueue);
+    const key = (await store.list({ trajectoryId }))[0]!.key;
+    await scenario.whileRunning?.(handle, key);
+    const result: TrajectoryResult = await handle.result();
+    workerB.child.kill('SIGTERM');
+    expect(await workerB.exited).toBe(0); // graceful shutdown on SIGTERM
+
+    expect(result.calls[0]!.key).toBe(key);
+    return { result, file, events: await store.events(key), record: await store.get(key) };
+  } finally {
+    await connection.close();
+  }
+}
+
+describe('worker killed mid-effect', () => {
+  it('killed before the rename: the probe finds the old file, settles NOT_EXECUTED, and the edit runs once', async () => {
+    const { result, file, events, record } = await crashScenario('file_edit.before_rename');
+    expect(fs.readFileSync(file, 'utf8')).toBe('replicas=2\n');
+    expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'executed' });
+    expect(record).toMatchObject({ state: 'COMPLETED', generation: 2 });
+    expect(events.map((e) => [e.generation, e.fromState, e.toState, e.actor.split(':')[0]])).toEqual([
+      [1, 'UNSEEN', 'IN_FLIGHT', 'worker'],
+      [1, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'], // intent
+      [1, 'IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
+      [1, 'IN_DOUBT', 'NOT_EXECUTED', 'probe'],
+      [2, 'NOT_EXECUTED', 'IN_FLIGHT', 'worker'],
+      [2, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'], // intent
+      [2, 'IN_FLIGHT', 'COMPLETED', 'worker'],
+    ]);
+  });
+
+  it('killed after the rename: the probe finds the new file, settles COMPLETED, and nothing runs again', async () => {
+    const { result, file, events, record } = await crashScenario('file_edit.after_rename');
+    expect(fs.readFileSync(file, 'utf8')).toBe('replicas=2\n');
+    expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'settled_by_probe' });
+    expect(result.calls[0]!.observation).toMatchObject({ output: `replaced 1 block in ${file}`, error: null });
+    expect(record).toMatchObject({ state: 'COMPLETED', generation: 1, settledBy: 'probe:file_edit' });
+    expect(events.map((e) => [e.generation, e.fromState, e.toState, e.actor.split(':')[0]])).toEqual([
+      [1, 'UNSEEN', 'IN_FLIGHT', 'worker'],
+      [1, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'],
+      [1, 'IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
+      [1, 'IN_DOUBT', 'COMPLETED', 'probe'],
+    ]);
+  });
+
+  it('killed after the rename and the file changed since: the probe cannot tell, an operator settles it', async () => {
+    const { result, file, events, record } = await crashScenario('file_edit.after_rename', {
+      afterCrash: (f) => fs.writeFileSync(f, 'replicas=7\n'), // someone else edited it meanwhile
+      whileRunning: async (handle, key) => {
+        // The trajectory shows what it waits for, in search attributes and current details.
+        await waitFor(async () => {
+          const d = await handle.describe();
+          return d.searchAttributes.SettleTrajectoryStatus?.[0] === 'waiting_operator';
+        });
+        const described = await handle.describe();
+        expect(described.searchAttributes.SettleInDoubtCount).toEqual([1]);
+        // A bad update is refused by the validator, naming the field.
+        await expect(
+          handle.executeUpdate(settleCallUpdate, { args: [{ key, verdict: 'applied', operator: '', reason: 'x' }] }),
+        ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/operator must be a non-empty name/) } });
+        const settled = await handle.executeUpdate(settleCallUpdate, {
+          args: [{ key, verdict: 'applied', operator: 'alice', reason: 'deploy log shows replicas=2 was applied before the manual change' }],
+        });
+        expect(settled).toEqual({ state: 'COMPLETED' });
+      },
+    });
+    expect(fs.readFileSync(file, 'utf8')).toBe('replicas=7\n'); // nothing re-executed
+    expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'settled_by_operator' });
+    expect(record).toMatchObject({
+      state: 'COMPLETED',
+      generation: 1,
+      settledBy: 'operator:alice',
+      settleReason: 'deploy log shows replicas=2 was applied before the manual change',
+    });
+    expect(events.at(-1)).toMatchObject({ fromState: 'IN_DOUBT', toState: 'COMPLETED', actor: 'operator:alice' });
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
