@@ -1,0 +1,26 @@
+# settle worker image: also runs the one-shot migrations (see docker-compose.yml).
+# No build step: tsx runs the TypeScript sources, and the worker bundles the workflow code at start.
+FROM node:20-bookworm-slim
+
+# bubblewrap: the sandbox the shell tool will run commands in.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+
+ENV NODE_ENV=production
+WORKDIR /app
+RUN chown node:node /app
+USER node
+
+# Dependencies first, so a source change does not reinstall them. Dev dependencies (vitest,
+# typescript, …) are not needed at run time; tsx and the Temporal worker's webpack/swc are
+# regular dependencies. The image's npm 10 ignores package.json's `allowScripts` (an npm 11
+# field) and runs the install scripts, which esbuild and @swc/core need.
+COPY --chown=node:node package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# Sources stay root-owned: the worker only reads them.
+COPY . .
+
+# Exec form: node gets SIGTERM directly and the Temporal SDK drains the worker on it.
+CMD ["node", "--import", "tsx", "workers/worker.ts"]
