@@ -46,6 +46,8 @@ export interface TrajectoryInput {
   turns: ScriptedTurn[];
   /** Endpoint-record lease, renewed by heartbeats. Default 10 s. */
   leaseMs?: number;
+  /** Backoff between retries of a busy or not-executed call: initial × 2^n, capped. Default 1 s, 30 s. */
+  backoff?: { initialMs?: number; maxMs?: number };
 }
 
 export type CallResolution =
@@ -86,7 +88,9 @@ export const callsQuery = defineQuery<CallReport[]>('calls');
 export const settleCallUpdate = defineUpdate<{ state: string }, [SettleCallInput]>('settleCall');
 
 const DEFAULT_LEASE_MS = 10_000;
-const MAX_RELEASES = 5;
+/** Executions that ended certainly-not-executed (released, or settled NOT_EXECUTED) before giving up. */
+const MAX_NOT_EXECUTED = 5;
+
 
 const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
@@ -96,6 +100,7 @@ const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>({
 export async function trajectoryWorkflow(input: TrajectoryInput): Promise<TrajectoryResult> {
   const trajectoryId = workflowInfo().workflowId;
   const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
+  const backoffMs = (n: number) => Math.min((input.backoff?.initialMs ?? 1_000) * 2 ** n, input.backoff?.maxMs ?? 30_000);
   const reports: CallReport[] = [];
   /** Keys waiting for an operator, and those an operator has settled. */
   const awaitingOperator = new Set<string>();
@@ -171,9 +176,20 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       const key = report.key;
 
       // 3. Settled execution loop.
-      let releases = 0;
+      let notExecuted = 0;
       let busyRounds = 0;
       let settledBy: 'probe' | 'operator' | null = null;
+      /** The effect certainly did not happen: run again after a backoff, a bounded number of times. */
+      const retryOrGiveUp = async (detail: string): Promise<void> => {
+        if (++notExecuted >= MAX_NOT_EXECUTED) {
+          report.resolution = 'gave_up';
+          report.observation = failed(`not executed after ${notExecuted} attempts; last: ${detail}`);
+          return;
+        }
+        publish('running', `call ${key.slice(0, 8)}… not executed (${detail}); retrying`);
+        await sleep(backoffMs(notExecuted - 1));
+      };
+
       while (report.resolution === 'pending') {
         report.attempts++;
         publish('running', `turn ${turn.turn}: ${call.tool} ${describeArgs(args)} · key ${key.slice(0, 8)}…`);
@@ -196,24 +212,23 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
           case 'busy':
             report.state = 'IN_FLIGHT';
             publish('running', `call ${key.slice(0, 8)}… is IN_FLIGHT elsewhere until ${outcome.leaseUntil}; retrying`);
-            await sleep(Math.min(1000 * 2 ** busyRounds++, 30_000));
+            await sleep(backoffMs(busyRounds++));
             break;
           case 'released':
             report.state = 'NOT_EXECUTED';
-            if (++releases >= MAX_RELEASES) {
-              report.resolution = 'gave_up';
-              report.observation = failed(`not executed after ${releases} attempts: ${outcome.detail}`);
-            }
+            await retryOrGiveUp(outcome.detail);
             break;
           case 'in_doubt': {
             report.state = 'IN_DOUBT';
             const settled = await settle(key, report);
             // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
             settledBy = settled.state === 'COMPLETED' ? settled.by : null;
+            if (settled.state === 'NOT_EXECUTED') await retryOrGiveUp(`settled NOT_EXECUTED by ${settled.by}`);
             break;
           }
         }
       }
+
       publish('running', `turn ${turn.turn}: ${call.tool} ${report.resolution}`);
     }
   }

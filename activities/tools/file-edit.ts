@@ -16,8 +16,11 @@ import { PathRefused, resolveInWorkspace } from '../workspace';
 import { failpoint } from '../failpoints';
 import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
 
-/** Test hook: called between writing the temporary file and renaming it over the target. */
-export const fileEditHooks: { beforeRename?: (tmpPath: string, target: string) => Promise<void> } = {};
+/** Test hooks around the rename that is the effect (in-process counterparts of the failpoints). */
+export const fileEditHooks: {
+  beforeRename?: (tmpPath: string, target: string) => Promise<void>;
+  afterRename?: (target: string) => Promise<void>;
+} = {};
 
 export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = {
   name: FILE_EDIT,
@@ -54,9 +57,9 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
     }
     const next = replace(current, args);
-    const stat = await fs.stat(intent.path);
     const tmp = path.join(path.dirname(intent.path), `.${path.basename(intent.path)}.settle-${ctx.generation}-${process.pid}.tmp`);
     try {
+      const stat = await fs.stat(intent.path);
       const handle = await fs.open(tmp, 'wx', stat.mode & 0o7777);
       try {
         await handle.writeFile(next);
@@ -76,9 +79,13 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       ctx.assertLeaseHeld();
     } catch (err) {
       await fs.rm(tmp, { force: true });
-      throw err;
+      // Only the rename below changes the target: whatever failed before it (permissions, a full
+      // disk, a lost lease) provably had no effect.
+      if (err instanceof NoEffect) throw err;
+      throw new NoEffect(`could not prepare the edit of ${args.path}, file not touched: ${(err as Error).message}`);
     }
     await fs.rename(tmp, intent.path);
+    await fileEditHooks.afterRename?.(intent.path);
     await failpoint('file_edit.after_rename');
     return resultFor(args, intent);
   },

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveKey } from '../../core/key';
 import { demoTurns, prepareWorkspace } from '../../cli/demo';
+import { fileEditHooks } from '../../activities/tools/file-edit';
 import type { TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 
@@ -112,5 +113,36 @@ describe('demo trajectory end to end', () => {
     expect(result.calls[0]!.observation!.error).toMatch(/args\.old_str must/);
     expect(result.calls[1]!.observation!.error).toMatch(/dry_run/);
     expect(await store.list({ trajectoryId: id })).toHaveLength(0);
+  });
+
+  it('retries a call that certainly did not execute with backoff, and gives up after 5 attempts', async () => {
+    const workspace = tempWorkspace();
+    prepareWorkspace(workspace);
+    const id = uniqueId('traj');
+    let attempts = 0;
+    fileEditHooks.beforeRename = async () => {
+      attempts++;
+      throw new Error('ENOSPC: no space left on device');
+    };
+    try {
+      const result: TrajectoryResult = await worker.client.workflow.execute('trajectoryWorkflow', {
+        taskQueue: worker.taskQueue,
+        workflowId: id,
+        args: [
+          {
+            workspace,
+            backoff: { initialMs: 20 },
+            turns: [{ turn: 0, calls: [{ call_id: 'c', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: 'greet', new_str: 'hi' } }] }],
+          },
+        ],
+      });
+      expect(attempts).toBe(5);
+      expect(result.calls[0]).toMatchObject({ resolution: 'gave_up', state: 'NOT_EXECUTED', attempts: 5 });
+      expect(result.calls[0]!.observation!.error).toMatch(/not executed after 5 attempts; last: .*ENOSPC/);
+      const record = await store.get(result.calls[0]!.key!);
+      expect(record).toMatchObject({ state: 'NOT_EXECUTED', generation: 5 });
+    } finally {
+      delete fileEditHooks.beforeRename;
+    }
   });
 });

@@ -18,6 +18,7 @@ const store = testStore(db);
 afterAll(() => db.destroy());
 afterEach(() => {
   delete fileEditHooks.beforeRename;
+  delete fileEditHooks.afterRename;
 });
 
 function callFor<A extends Record<string, unknown>>(tool: string, args: A) {
@@ -172,16 +173,29 @@ describe('file_edit intent and probe', () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('$&1 two $&1\n');
   });
 
-  it('an edit interrupted between write and rename leaves the old file; the probe says not applied', async () => {
+  it('an exception between write and rename provably had no effect: released, old file intact, no temporary file left', async () => {
+    const { workspace, file } = setup();
+    const call = callFor('file_edit', { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false });
+    fileEditHooks.beforeRename = async () => {
+      throw new Error('EACCES: permission denied');
+    };
+    const outcome = await runSettled(store, fileEdit, call, { workspace }, run);
+    expect(outcome).toMatchObject({ kind: 'released', detail: expect.stringMatching(/file not touched: EACCES/) });
+    expect((await store.get(call.key))?.state).toBe('NOT_EXECUTED');
+    expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
+    expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
+  });
+
+  it('the probe says not applied when the file still has the before-hash', async () => {
     const { workspace, file } = setup();
     const args: FileEditArgs = { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false };
     const call = callFor('file_edit', args);
-    fileEditHooks.beforeRename = async () => {
-      throw new Error('worker died between write and rename');
-    };
-    expect((await runSettled(store, fileEdit, call, { workspace }, run)).kind).toBe('in_doubt');
-    expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
-    expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
+    // A worker claimed, recorded its intent, and died before the rename.
+    const plan = await fileEdit.plan(args, { workspace });
+    if (plan.kind !== 'proceed') throw new Error('expected a plan to proceed');
+    await store.claim(call, { leaseMs: 60_000, holder: 'dead' });
+    await store.recordIntent(call.key, 1, plan.intent, 'worker:dead');
+    await store.markInDoubt(call.key, 1, 'worker died', 'worker:dead');
 
     const record = (await store.get(call.key))!;
     const verdict = await fileEdit.probe(args, record.intent as never, { workspace });
@@ -194,10 +208,9 @@ describe('file_edit intent and probe', () => {
     const { workspace, file } = setup();
     const args: FileEditArgs = { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false };
     const call = callFor('file_edit', args);
-    // The rename happens, then the executor dies before it can complete the record.
-    fileEditHooks.beforeRename = async (tmp, target) => {
-      fs.renameSync(tmp, target);
-      throw new Error('died right after the rename');
+    // The rename happens, then the executor fails before it can complete the record.
+    fileEditHooks.afterRename = async () => {
+      throw new Error('EIO after the rename');
     };
     expect((await runSettled(store, fileEdit, call, { workspace }, run)).kind).toBe('in_doubt');
     expect(fs.readFileSync(file, 'utf8')).toBe('one TWO one\n');
@@ -207,7 +220,7 @@ describe('file_edit intent and probe', () => {
     expect(verdict).toMatchObject({ verdict: 'applied', result: { output: `replaced 1 block in ${file}` } });
     expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
     // A retry is now a replay, not a second edit.
-    delete fileEditHooks.beforeRename;
+    delete fileEditHooks.afterRename;
     expect(await runSettled(store, fileEdit, call, { workspace }, run)).toMatchObject({ kind: 'completed', replayed: true });
     expect(fs.readFileSync(file, 'utf8')).toBe('one TWO one\n');
   });
