@@ -52,8 +52,17 @@ export function assertJsonValue(value: unknown, field = '$'): asserts value is J
   }
 }
 
+/**
+ * Serializes a value that assertJsonValue has already accepted (callers that validate field by
+ * field use this to avoid walking the value twice).
+ */
+export function canonicalJsonOfValidated(value: JsonValue): string {
+  return canonicalize(value)!;
+}
+
 /** A lone surrogate has no UTF-8 encoding; JCS requires well-formed Unicode. */
 function assertWellFormed(s: string, field: string): void {
+  if (s.isWellFormed()) return; // fast path (native); the loop below only locates the problem
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdbff) {

@@ -11,11 +11,14 @@
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { hmac } from '@noble/hashes/hmac.js';
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
-import { canonicalJson } from './jcs';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { assertJsonValue, canonicalJsonOfValidated, type JsonValue } from './jcs';
 import { InputError } from './errors';
 
 export const KEY_VERSION_TAG = 'settle.key.v1';
+// One encoder for the module (TextEncoder exists in Temporal's workflow sandbox too); creating one
+// per call, as a generic helper does, costs as much as canonicalizing the arguments.
+const utf8 = new TextEncoder();
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 export const MAX_ID_LENGTH = 255;
 
@@ -43,9 +46,9 @@ export function isIdempotencyKey(s: string): s is IdempotencyKey {
 
 /** The exact bytes that are hashed (exposed for tests, the CLI and the benchmark). */
 export function keyMaterial(call: CallIdentity): Uint8Array {
-  validateIdentity(call);
-  const text = canonicalJson([KEY_VERSION_TAG, call.trajectoryId, call.turn, call.callId, call.tool, call.args], '$');
-  return utf8ToBytes(text);
+  validateIdentity(call); // every component, once, with its own field name in errors
+  const text = canonicalJsonOfValidated([KEY_VERSION_TAG, call.trajectoryId, call.turn, call.callId, call.tool, call.args as JsonValue]);
+  return utf8.encode(text);
 }
 
 /**
@@ -72,14 +75,14 @@ function validateIdentity(call: CallIdentity): void {
     throw new InputError('args', `be a JSON object (got ${Array.isArray(args) ? 'array' : describe(args)})`);
   }
   // Non-finite numbers and lone surrogates are reported with their location under `args`.
-  canonicalJson(args, 'args');
+  assertJsonValue(args, 'args');
 }
 
 function checkId(field: string, value: unknown): void {
   if (typeof value !== 'string') throw new InputError(field, `be a string (got ${describe(value)})`);
   if (value.length === 0) throw new InputError(field, 'be non-empty');
   if (value.length > MAX_ID_LENGTH) throw new InputError(field, `be at most ${MAX_ID_LENGTH} characters (got ${value.length})`);
-  canonicalJson(value, field);
+  assertJsonValue(value, field);
 }
 
 function describe(v: unknown): string {

@@ -1,9 +1,9 @@
 /**
  * The endpoint-record store (DESIGN.md §2) on Kysely + Postgres.
  *
- * Every operation is ONE SQL statement. State changes are written as a data-modifying CTE that
- * also appends the audit event, so the record and its event commit together (same statement,
- * same transaction) and a claim is atomic without an explicit transaction round trip.
+ * Every operation is ONE SQL statement (statements.ts). State changes are data-modifying CTEs
+ * that also append the audit event, so the record and its event commit together (same
+ * statement, same transaction) and a claim is atomic without an explicit transaction.
  *
  * Rules enforced here, not by callers:
  * - claim is a single INSERT … ON CONFLICT DO UPDATE … WHERE (never two live claims of one key);
@@ -13,9 +13,11 @@
  * - an expired lease turns the record IN_DOUBT on the next claim, atomically;
  * - retention never touches IN_DOUBT (nor IN_FLIGHT).
  */
-import { type Kysely, type Expression, type SqlBool, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Actor, RecordState } from '../../core/records';
 import type { EndpointEventRow, EndpointRecordRow, SettleDatabase } from './schema';
+import type { PreparedStatement } from './prepared';
+import { claimStatement, EVENTS, RECORDS, renewStatement, transitionStatement, type TransitionParams } from './statements';
 
 export interface EndpointRecord {
   key: string;
@@ -91,14 +93,68 @@ export interface ListFilter {
   limit?: number;
 }
 
-const RECORDS = 'settle_endpoint_records' as const;
-const EVENTS = 'settle_endpoint_events' as const;
+type Row = EndpointRecordRow & { from_state?: string };
+type Transition<P extends TransitionParams> = PreparedStatement<P, Row>;
 
-const leaseFromNow = (leaseMs: number) => sql<Date>`now() + ${leaseMs} * interval '1 millisecond'`;
-const now = sql<Date>`now()`;
+/** The statements, built once per database handle. */
+function buildStatements(db: Kysely<SettleDatabase>) {
+  const ref = (c: string) => sql.ref(`${RECORDS}.${c}`);
+  return {
+    claim: claimStatement(db),
+    renew: renewStatement(db),
+    intent: transitionStatement<TransitionParams & { intent: string }>(db, {
+      from: ['IN_FLIGHT'],
+      to: 'IN_FLIGHT',
+      // Refuse once the lease has lapsed on the database clock: an executor must not start an
+      // effect on a claim that another caller may already be turning IN_DOUBT.
+      extraWhere: sql<boolean>`lease_until > now()`,
+      set: (p) => ({ intent: sql`${p.intent}::jsonb` }),
+      params: ['intent'],
+    }),
+    complete: transitionStatement<TransitionParams & { result: string }>(db, {
+      from: ['IN_FLIGHT', 'IN_DOUBT'],
+      to: 'COMPLETED',
+      set: (p) => ({
+        result: sql`${p.result}::jsonb`,
+        // A completion that settles an IN_DOUBT record is recorded as its settlement.
+        settled_by: sql`case when ${ref('state')} = 'IN_DOUBT' then ${p.actor}::text else null end`,
+        settle_reason: sql`case when ${ref('state')} = 'IN_DOUBT' then 'late completion by the executor of this generation' else null end`,
+      }),
+      params: ['result'],
+    }),
+    release: transitionStatement<TransitionParams & { reason: string }>(db, {
+      from: ['IN_FLIGHT'],
+      to: 'NOT_EXECUTED',
+      set: (p) => ({ detail: sql`${p.reason}::text` }),
+      params: ['reason'],
+    }),
+    inDoubt: transitionStatement<TransitionParams & { reason: string }>(db, {
+      from: ['IN_FLIGHT'],
+      to: 'IN_DOUBT',
+      set: (p) => ({ detail: sql`${p.reason}::text` }),
+      params: ['reason'],
+    }),
+    settleCompleted: transitionStatement<TransitionParams & { result: string; reason: string }>(db, {
+      from: ['IN_DOUBT'],
+      to: 'COMPLETED',
+      set: (p) => ({ result: sql`${p.result}::jsonb`, settled_by: sql`${p.actor}::text`, settle_reason: sql`${p.reason}::text` }),
+      params: ['result', 'reason'],
+    }),
+    settleNotExecuted: transitionStatement<TransitionParams & { reason: string }>(db, {
+      from: ['IN_DOUBT'],
+      to: 'NOT_EXECUTED',
+      set: (p) => ({ result: null, settled_by: sql`${p.actor}::text`, settle_reason: sql`${p.reason}::text` }),
+      params: ['reason'],
+    }),
+  };
+}
 
 export class EndpointStore {
-  constructor(readonly db: Kysely<SettleDatabase>) {}
+  private readonly statements: ReturnType<typeof buildStatements>;
+
+  constructor(readonly db: Kysely<SettleDatabase>) {
+    this.statements = buildStatements(db);
+  }
 
   /**
    * Claims `request.key` in one atomic statement:
@@ -107,88 +163,19 @@ export class EndpointStore {
    */
   async claim(request: ClaimRequest, options: ClaimOptions): Promise<ClaimResult> {
     assertLease(options.leaseMs);
-    const holderActor: Actor = `worker:${options.holder}`;
-    const claimed = await this.db
-      .with('claimed', (db) =>
-        db
-          .insertInto(RECORDS)
-          .values({
-            key: request.key,
-            trajectory_id: request.trajectoryId,
-            turn: request.turn,
-            call_id: request.callId,
-            tool: request.tool,
-            args: JSON.stringify(request.args),
-            state: 'IN_FLIGHT',
-            generation: 1,
-            lease_until: leaseFromNow(options.leaseMs),
-            holder: options.holder,
-          })
-          .onConflict((oc) =>
-            oc
-              .column('key')
-              .doUpdateSet((eb) => {
-                const wasNotExecuted = eb(`${RECORDS}.state`, '=', 'NOT_EXECUTED');
-                return {
-                  state: eb.case().when(wasNotExecuted).then(sql.lit<RecordState>('IN_FLIGHT')).else(sql.lit<RecordState>('IN_DOUBT')).end(),
-                  generation: eb
-                    .case()
-                    .when(wasNotExecuted)
-                    .then(eb(`${RECORDS}.generation`, '+', 1))
-                    .else(eb.ref(`${RECORDS}.generation`))
-                    .end(),
-                  lease_until: eb.case().when(wasNotExecuted).then(eb.ref('excluded.lease_until')).else(null).end(),
-                  holder: eb.case().when(wasNotExecuted).then(eb.ref('excluded.holder')).else(null).end(),
-                  intent: eb.case().when(wasNotExecuted).then(null).else(eb.ref(`${RECORDS}.intent`)).end(),
-                  detail: eb
-                    .case()
-                    .when(wasNotExecuted)
-                    .then(null)
-                    .else(sql.lit('lease expired while IN_FLIGHT: the executor stopped renewing; effect unknown'))
-                    .end(),
-                  updated_at: now,
-                };
-              })
-              .where((eb) =>
-                eb.or([
-                  eb(`${RECORDS}.state`, '=', 'NOT_EXECUTED'),
-                  eb.and([eb(`${RECORDS}.state`, '=', 'IN_FLIGHT'), eb(`${RECORDS}.lease_until`, '<=', now)]),
-                ]),
-              ),
-          )
-          .returningAll(),
-      )
-      .with('event', (db) =>
-        db.insertInto(EVENTS).columns(['key', 'generation', 'from_state', 'to_state', 'actor', 'detail']).expression((eb) =>
-          eb.selectFrom('claimed').select((s) => [
-            'claimed.key',
-            'claimed.generation',
-            // The new row tells where it came from: generation 1 IN_FLIGHT is a fresh insert,
-            // a later IN_FLIGHT generation was NOT_EXECUTED, IN_DOUBT here is a lease expiry.
-            s
-              .case()
-              .when(s.and([s('claimed.state', '=', 'IN_FLIGHT'), s('claimed.generation', '=', 1)]))
-              .then(sql.lit('UNSEEN'))
-              .when('claimed.state', '=', 'IN_FLIGHT')
-              .then(sql.lit('NOT_EXECUTED'))
-              .else(sql.lit('IN_FLIGHT'))
-              .end()
-              .as('from_state'),
-            'claimed.state',
-            s
-              .case()
-              .when('claimed.state', '=', 'IN_FLIGHT')
-              .then(sql.val<string>(holderActor))
-              .else(sql.lit('lease-expiry'))
-              .end()
-              .as('actor'),
-            sql<string>`jsonb_build_object('holder', ${options.holder}::text, 'lease_ms', ${options.leaseMs}::int)`.as('detail'),
-          ]),
-        ),
-      )
-      .selectFrom('claimed')
-      .selectAll()
-      .executeTakeFirst();
+    const actor: Actor = `worker:${options.holder}`;
+    const { rows } = await this.statements.claim.execute(this.db, {
+      key: request.key,
+      trajectory_id: request.trajectoryId,
+      turn: request.turn,
+      call_id: request.callId,
+      tool: request.tool,
+      args: JSON.stringify(request.args),
+      lease_ms: options.leaseMs,
+      holder: options.holder,
+      actor,
+    });
+    const claimed = rows[0];
 
     if (claimed) {
       const record = toRecord(claimed);
@@ -225,36 +212,20 @@ export class EndpointStore {
 
   /** Records the call's intent (pre-state facts a probe will need). Only by the live claim. */
   async recordIntent(key: string, generation: number, intent: unknown, actor: Actor): Promise<FencedWrite> {
-    return this.transition({
-      key,
-      generation,
-      from: ['IN_FLIGHT'],
-      to: 'IN_FLIGHT',
-      actor,
-      detail: { op: 'intent', intent },
-      // Refuse once the lease has lapsed on the database clock: an executor must not start an
-      // effect on a claim that another caller may already be turning IN_DOUBT.
-      extraWhere: sql<SqlBool>`lease_until > now()`,
-      set: { intent: JSON.stringify(intent) },
-    });
+    const json = JSON.stringify(intent ?? null);
+    return this.transition(this.statements.intent, { key, generation, actor, detail: `{"op":"intent","intent":${json}}`, intent: json }, 'intent');
   }
 
   /**
    * Extends the lease of the live claim. Not an audit event (it would flood the trail); the
-   * record's `lease_until` shows the latest renewal. Succeeds even after the lease lapsed as long
-   * as nobody took the claim over: the record's state is the authority, not the clock.
+   * record's `lease_until` shows the latest renewal. The record's state, not a clock, decides
+   * whether the claim is still ours (executors also refuse to renew a lease that lapsed on their
+   * own clock: see run-settled.ts).
    */
   async renewLease(key: string, generation: number, leaseMs: number): Promise<FencedWrite> {
     assertLease(leaseMs);
-    const row = await this.db
-      .updateTable(RECORDS)
-      .set({ lease_until: leaseFromNow(leaseMs), updated_at: now })
-      .where('key', '=', key)
-      .where('generation', '=', generation)
-      .where('state', '=', 'IN_FLIGHT')
-      .returningAll()
-      .executeTakeFirst();
-    if (row) return { ok: true, record: toRecord(row) };
+    const { rows } = await this.statements.renew.execute(this.db, { key, generation, lease_ms: leaseMs });
+    if (rows[0]) return { ok: true, record: toRecord(rows[0]) };
     return { ok: false, current: await this.currentState(key) };
   }
 
@@ -263,63 +234,33 @@ export class EndpointStore {
    * generation (a late completion carries real knowledge and settles the doubt).
    */
   async complete(key: string, generation: number, result: unknown, actor: Actor): Promise<FencedWrite> {
-    return this.transition({
-      key,
-      generation,
-      from: ['IN_FLIGHT', 'IN_DOUBT'],
-      to: 'COMPLETED',
-      actor,
-      detail: { op: 'complete' },
-      set: {
-        result: JSON.stringify(result ?? null),
-        // A completion that settles an IN_DOUBT record is recorded as its settlement.
-        settled_by: sql`case when ${sql.ref(`${RECORDS}.state`)} = 'IN_DOUBT' then ${actor}::text else null end`,
-        settle_reason: sql`case when ${sql.ref(`${RECORDS}.state`)} = 'IN_DOUBT' then 'late completion by the executor of this generation' else null end`,
-      },
-    });
+    return this.transition(
+      this.statements.complete,
+      { key, generation, actor, detail: '{"op":"complete"}', result: JSON.stringify(result ?? null) },
+      'complete',
+    );
   }
 
   /** The tool proved that no effect happened: NOT_EXECUTED, so the key may be claimed again. */
-  async releaseNoEffect(key: string, generation: number, detail: string, actor: Actor): Promise<FencedWrite> {
-    return this.transition({
-      key,
-      generation,
-      from: ['IN_FLIGHT'],
-      to: 'NOT_EXECUTED',
-      actor,
-      detail: { op: 'release', reason: detail },
-      set: { detail },
-    });
+  async releaseNoEffect(key: string, generation: number, reason: string, actor: Actor): Promise<FencedWrite> {
+    return this.transition(this.statements.release, { key, generation, actor, detail: JSON.stringify({ op: 'release', reason }), reason }, 'release');
   }
 
   /** Execution ended with an unknown effect. The key stays claimed until a probe or operator settles it. */
-  async markInDoubt(key: string, generation: number, detail: string, actor: Actor): Promise<FencedWrite> {
-    return this.transition({
-      key,
-      generation,
-      from: ['IN_FLIGHT'],
-      to: 'IN_DOUBT',
-      actor,
-      detail: { op: 'in_doubt', reason: detail },
-      set: { detail },
-    });
+  async markInDoubt(key: string, generation: number, reason: string, actor: Actor): Promise<FencedWrite> {
+    return this.transition(this.statements.inDoubt, { key, generation, actor, detail: JSON.stringify({ op: 'in_doubt', reason }), reason }, 'in_doubt');
   }
 
   /** Settles an IN_DOUBT record with the generation it was read at, recording who and why. */
   async settle(key: string, generation: number, settlement: Settlement, actor: Actor, reason: string): Promise<FencedWrite> {
-    return this.transition({
-      key,
-      generation,
-      from: ['IN_DOUBT'],
-      to: settlement.as,
-      actor,
-      detail: { op: 'settle', reason },
-      set: {
-        result: settlement.as === 'COMPLETED' ? JSON.stringify(settlement.result ?? null) : null,
-        settled_by: actor,
-        settle_reason: reason,
-      },
-    });
+    const detail = JSON.stringify({ op: 'settle', reason });
+    return settlement.as === 'COMPLETED'
+      ? this.transition(
+          this.statements.settleCompleted,
+          { key, generation, actor, detail, reason, result: JSON.stringify(settlement.result ?? null) },
+          'settle',
+        )
+      : this.transition(this.statements.settleNotExecuted, { key, generation, actor, detail, reason }, 'settle');
   }
 
   async get(key: string): Promise<EndpointRecord | undefined> {
@@ -371,84 +312,21 @@ export class EndpointStore {
     return Number(rows.n);
   }
 
-  /**
-   * One fenced transition as one statement: lock the row only if it is at `generation` in one of
-   * `from`, update it, and append the event with the state it came from.
-   */
-  private async transition(t: {
-    key: string;
-    generation: number;
-    from: RecordState[];
-    to: RecordState;
-    actor: Actor;
-    detail: Record<string, unknown>;
-    set: Record<string, unknown>;
-    extraWhere?: Expression<SqlBool>;
-  }): Promise<FencedWrite> {
-    const row = await this.db
-      .with('old', (db) => {
-        let q = db
-          .selectFrom(RECORDS)
-          .select(['key', 'state'])
-          .where('key', '=', t.key)
-          .where('generation', '=', t.generation)
-          .where('state', 'in', t.from);
-        if (t.extraWhere) q = q.where(t.extraWhere);
-        return q.forUpdate();
-      })
-      .with('changed', (db) =>
-        db
-          .updateTable(RECORDS)
-          .from('old')
-          .set({
-            ...(t.set as object),
-            state: t.to,
-            // Only IN_FLIGHT carries a lease (a CHECK constraint insists).
-            ...(t.to === 'IN_FLIGHT' ? {} : { lease_until: null }),
-            updated_at: now,
-          })
-          .whereRef(`${RECORDS}.key`, '=', 'old.key')
-          .returningAll(RECORDS)
-          .returning(sql<string>`old.state`.as('from_state')),
-      )
-      .with('event', (db) =>
-        db
-          .insertInto(EVENTS)
-          .columns(['key', 'generation', 'from_state', 'to_state', 'actor', 'detail'])
-          .expression((eb) =>
-            eb
-              .selectFrom('changed')
-              .select([
-                'changed.key',
-                'changed.generation',
-                'changed.from_state',
-                'changed.state',
-                sql.val<string>(t.actor).as('actor'),
-                sql<string>`${JSON.stringify(t.detail)}::jsonb`.as('detail'),
-              ]),
-          ),
-      )
-      .selectFrom('changed')
-      .selectAll()
-      .executeTakeFirst();
+  /** Runs a fenced transition; a refused one leaves an event, so operators see late (zombie) writes. */
+  private async transition<P extends TransitionParams>(statement: Transition<P>, params: P, op: string): Promise<FencedWrite> {
+    const { rows } = await statement.execute(this.db, params);
+    if (rows[0]) return { ok: true, record: toRecord(rows[0]) };
 
-    if (row) return { ok: true, record: toRecord(row) };
-
-    // Refused: leave a trace, so an operator can see a zombie executor's late write.
-    const current = await this.currentState(t.key);
+    const current = await this.currentState(params.key);
     await this.db
       .insertInto(EVENTS)
       .values({
-        key: t.key,
-        generation: t.generation,
+        key: params.key,
+        generation: params.generation,
         from_state: current?.state ?? 'UNSEEN',
         to_state: current?.state ?? 'UNSEEN',
-        actor: t.actor,
-        detail: JSON.stringify({
-          ...t.detail,
-          refused: `fenced: wanted ${t.from.join('|')}@${t.generation} → ${t.to}`,
-          current,
-        }),
+        actor: params.actor,
+        detail: JSON.stringify({ op, refused: `fenced: generation ${params.generation} no longer holds this record`, current }),
       })
       .execute();
     return { ok: false, current };

@@ -1,0 +1,216 @@
+/**
+ * The SQL of the endpoint store, one prepared statement per operation (see prepared.ts).
+ *
+ * State changes are data-modifying CTEs that also append the audit event, so a record and its
+ * event commit together in one statement: a claim is atomic without a transaction round trip.
+ */
+import { type Kysely, type Expression, type SqlBool, sql } from 'kysely';
+import type { RecordState } from '../../core/records';
+import type { SettleDatabase } from './schema';
+import { PreparedStatement } from './prepared';
+
+export const RECORDS = 'settle_endpoint_records' as const;
+export const EVENTS = 'settle_endpoint_events' as const;
+
+const now = sql<Date>`now()`;
+const leaseFromNow = (leaseMs: unknown) => sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'`;
+
+export interface ClaimParams extends Record<string, string | number | null> {
+  key: string;
+  trajectory_id: string;
+  turn: number;
+  call_id: string;
+  tool: string;
+  /** JSON text. */
+  args: string;
+  lease_ms: number;
+  holder: string;
+  /** `worker:<holder>`. */
+  actor: string;
+}
+
+/**
+ * UNSEEN → IN_FLIGHT (generation 1); NOT_EXECUTED → IN_FLIGHT (generation + 1); IN_FLIGHT with an
+ * expired lease (database clock) → IN_DOUBT. Returns the row only if it transitioned.
+ */
+export function claimStatement(db: Kysely<SettleDatabase>) {
+  return new PreparedStatement(
+    (p: ClaimParams) =>
+      db
+        .with('claimed', (db) =>
+          db
+            .insertInto(RECORDS)
+            .values({
+              key: p.key,
+              trajectory_id: p.trajectory_id,
+              turn: p.turn,
+              call_id: p.call_id,
+              tool: p.tool,
+              args: p.args,
+              state: 'IN_FLIGHT',
+              generation: 1,
+              lease_until: leaseFromNow(p.lease_ms),
+              holder: p.holder,
+            })
+            .onConflict((oc) =>
+              oc
+                .column('key')
+                .doUpdateSet((eb) => {
+                  const wasNotExecuted = eb(`${RECORDS}.state`, '=', 'NOT_EXECUTED');
+                  return {
+                    state: eb.case().when(wasNotExecuted).then(sql.lit<RecordState>('IN_FLIGHT')).else(sql.lit<RecordState>('IN_DOUBT')).end(),
+                    generation: eb
+                      .case()
+                      .when(wasNotExecuted)
+                      .then(eb(`${RECORDS}.generation`, '+', sql.lit(1)))
+                      .else(eb.ref(`${RECORDS}.generation`))
+                      .end(),
+                    lease_until: eb.case().when(wasNotExecuted).then(eb.ref('excluded.lease_until')).else(null).end(),
+                    holder: eb.case().when(wasNotExecuted).then(eb.ref('excluded.holder')).else(null).end(),
+                    intent: eb.case().when(wasNotExecuted).then(null).else(eb.ref(`${RECORDS}.intent`)).end(),
+                    detail: eb
+                      .case()
+                      .when(wasNotExecuted)
+                      .then(null)
+                      .else(sql.lit('lease expired while IN_FLIGHT: the executor stopped renewing; effect unknown'))
+                      .end(),
+                    updated_at: now,
+                  };
+                })
+                .where((eb) =>
+                  eb.or([
+                    eb(`${RECORDS}.state`, '=', sql.lit('NOT_EXECUTED')),
+                    eb.and([eb(`${RECORDS}.state`, '=', sql.lit('IN_FLIGHT')), eb(`${RECORDS}.lease_until`, '<=', now)]),
+                  ]),
+                ),
+            )
+            .returningAll(),
+        )
+        .with('event', (db) =>
+          db
+            .insertInto(EVENTS)
+            .columns(['key', 'generation', 'from_state', 'to_state', 'actor', 'detail'])
+            .expression((eb) =>
+              eb.selectFrom('claimed').select((s) => [
+                'claimed.key',
+                'claimed.generation',
+                // The new row tells where it came from: generation 1 IN_FLIGHT is a fresh insert,
+                // a later IN_FLIGHT generation was NOT_EXECUTED, IN_DOUBT here is a lease expiry.
+                s
+                  .case()
+                  .when(s.and([s('claimed.state', '=', sql.lit('IN_FLIGHT')), s('claimed.generation', '=', sql.lit(1))]))
+                  .then(sql.lit('UNSEEN'))
+                  .when('claimed.state', '=', sql.lit('IN_FLIGHT'))
+                  .then(sql.lit('NOT_EXECUTED'))
+                  .else(sql.lit('IN_FLIGHT'))
+                  .end()
+                  .as('from_state'),
+                'claimed.state',
+                s.case().when('claimed.state', '=', sql.lit('IN_FLIGHT')).then(sql<string>`${p.actor}::text`).else(sql.lit('lease-expiry')).end().as('actor'),
+                sql<string>`jsonb_build_object('holder', ${p.holder}::text, 'lease_ms', ${p.lease_ms}::int)`.as('detail'),
+              ]),
+            ),
+        )
+        .selectFrom('claimed')
+        .selectAll(),
+    ['key', 'trajectory_id', 'turn', 'call_id', 'tool', 'args', 'lease_ms', 'holder', 'actor'],
+  );
+}
+
+export interface RenewParams extends Record<string, string | number | null> {
+  key: string;
+  generation: number;
+  lease_ms: number;
+}
+
+/** Extends the live claim's lease. Not an event: it would flood the trail. */
+export function renewStatement(db: Kysely<SettleDatabase>) {
+  return new PreparedStatement(
+    (p: RenewParams) =>
+      db
+        .updateTable(RECORDS)
+        .set({ lease_until: leaseFromNow(p.lease_ms), updated_at: now })
+        .where('key', '=', p.key)
+        .where('generation', '=', p.generation)
+        .where('state', '=', sql.lit('IN_FLIGHT'))
+        .returningAll(),
+    ['key', 'generation', 'lease_ms'],
+  );
+}
+
+export interface TransitionParams extends Record<string, string | number | null> {
+  key: string;
+  generation: number;
+  actor: string;
+  /** Event detail, JSON text. */
+  detail: string;
+}
+
+/** The columns a transition writes besides state, lease and timestamps, from its parameters. */
+type SetFrom<P> = (p: P) => Record<string, unknown>;
+
+/**
+ * One fenced transition as one statement: lock the row only if it is at `generation` in one of
+ * `from`, update it to `to`, and append the event with the state it came from.
+ */
+export function transitionStatement<P extends TransitionParams>(
+  db: Kysely<SettleDatabase>,
+  spec: {
+    from: readonly RecordState[];
+    to: RecordState;
+    set: SetFrom<P>;
+    extraWhere?: Expression<SqlBool>;
+    /** Names of P's parameters beyond key, generation, actor, detail. */
+    params: readonly (keyof P & string)[];
+  },
+) {
+  return new PreparedStatement(
+    (p: P) =>
+      db
+        .with('old', (db) => {
+          let q = db
+            .selectFrom(RECORDS)
+            .select(['key', 'state'])
+            .where('key', '=', p.key)
+            .where('generation', '=', p.generation)
+            .where('state', 'in', spec.from.map((s) => sql.lit(s)));
+          if (spec.extraWhere) q = q.where(spec.extraWhere);
+          return q.forUpdate();
+        })
+        .with('changed', (db) =>
+          db
+            .updateTable(RECORDS)
+            .from('old')
+            .set({
+              ...spec.set(p),
+              state: sql.lit(spec.to),
+              // Only IN_FLIGHT carries a lease (a CHECK constraint insists).
+              ...(spec.to === 'IN_FLIGHT' ? {} : { lease_until: null }),
+              updated_at: now,
+            })
+            .whereRef(`${RECORDS}.key`, '=', 'old.key')
+            .returningAll(RECORDS)
+            .returning(sql<string>`old.state`.as('from_state')),
+        )
+        .with('event', (db) =>
+          db
+            .insertInto(EVENTS)
+            .columns(['key', 'generation', 'from_state', 'to_state', 'actor', 'detail'])
+            .expression((eb) =>
+              eb
+                .selectFrom('changed')
+                .select([
+                  'changed.key',
+                  'changed.generation',
+                  'changed.from_state',
+                  'changed.state',
+                  sql<string>`${p.actor}::text`.as('actor'),
+                  sql<string>`${p.detail}::jsonb`.as('detail'),
+                ]),
+            ),
+        )
+        .selectFrom('changed')
+        .selectAll(),
+    ['key', 'generation', 'actor', 'detail', ...spec.params] as (keyof P & string)[],
+  );
+}
