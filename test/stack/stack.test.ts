@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { assertReachable } from '../../activities/store/database';
+import pg_ from 'pg';
+import { assertReachable, migrateToLatest } from '../../activities/store/database';
 import { startTemporal, findTemporalCli, TemporalCliNotFound } from '../../stack/temporal';
 import { startPostgres } from '../../stack/postgres';
 import { isListening } from '../../stack/ports';
@@ -44,6 +45,16 @@ describe('stack launcher', () => {
       const pg = await startPostgres({ dataDir: path.join(dataDir, 'data'), ephemeral: true });
       const port = Number(new URL(pg.url).port);
       await assertReachable(pg.url);
+      // Migrations are safe to run concurrently and repeatedly (many workers starting at once):
+      // on a fresh database, six concurrent migrators apply each migration exactly once.
+      const admin = new pg_.Client({ connectionString: pg.url });
+      await admin.connect();
+      await admin.query('create database fresh');
+      await admin.end();
+      const fresh = Object.assign(new URL(pg.url), { pathname: '/fresh' }).toString();
+      const runs = await Promise.all(Array.from({ length: 6 }, () => migrateToLatest(fresh)));
+      expect(runs.flat()).toEqual(['0001_endpoint_records']);
+      expect(await migrateToLatest(fresh)).toEqual([]);
       await pg.stop();
       expect(await isListening(port)).toBe(false);
     } finally {
