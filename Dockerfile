@@ -9,7 +9,9 @@ RUN apt-get update \
 
 ENV NODE_ENV=production
 WORKDIR /app
-RUN chown node:node /app
+# /workspaces: the trajectories' workspace directories (a volume in docker-compose.yml); the
+# worker edits files there as `node`.
+RUN chown node:node /app && mkdir /workspaces && chown node:node /workspaces
 USER node
 
 # Dependencies first, so a source change does not reinstall them. Dev dependencies (vitest,
