@@ -11,7 +11,9 @@ import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
 import type { EndpointStore } from './store/endpoint-store';
 import { applyProbe, runSettled } from './settled/run-settled';
-import { SETTLED_TOOLS } from './tools/index';
+import { TOOL_IMPLEMENTATIONS } from './tools/index';
+import type { ReadOnlyTool } from './tools/read-only-tool';
+import type { SettledTool } from './settled/settled-tool';
 
 export interface ToolCallInput {
   key: string;
@@ -21,6 +23,14 @@ export interface ToolCallInput {
   args: Record<string, unknown>;
   workspace: string;
   leaseMs: number;
+  /** Whether sandboxed commands may use the network. */
+  network?: boolean;
+}
+
+export interface ReadOnlyCallInput {
+  tool: string;
+  args: Record<string, unknown>;
+  workspace: string;
 }
 
 export interface ProbeReport {
@@ -51,7 +61,7 @@ export function createActivities({ store, identity }: ActivityDeps) {
       const ctx = Context.current();
       const trajectoryId = ctx.info.workflowExecution?.workflowId;
       if (!trajectoryId) throw ApplicationFailure.nonRetryable('executeToolCall must run inside a trajectory workflow', 'SettleNoWorkflow');
-      const { tool, args } = checkedCall(input.tool, input.args);
+      const { tool, args } = settledCall(input.tool, input.args);
       // The key is derived in workflow code; derive it again here from the executing
       // workflow's own id, so a drifted or forged key can never claim someone else's record.
       const key = deriveKey({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args });
@@ -62,13 +72,19 @@ export function createActivities({ store, identity }: ActivityDeps) {
         store,
         tool,
         { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
-        { workspace: input.workspace },
+        { workspace: input.workspace, network: input.network ?? false },
         {
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
           heartbeat: () => ctx.heartbeat(),
         },
       );
+    },
+
+    /** Runs an A0 (read-only) call: no endpoint record, a retry just reads again. */
+    async runReadOnlyTool(input: ReadOnlyCallInput): Promise<Observation> {
+      const { tool, args } = checkedCall(input.tool, input.args, 'read-only');
+      return tool.run(args, { workspace: input.workspace });
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (DESIGN.md §3). */
@@ -78,7 +94,7 @@ export function createActivities({ store, identity }: ActivityDeps) {
       if (record.state !== 'IN_DOUBT') {
         return { verdict: 'unknown', detail: `record is ${record.state}, nothing to settle`, state: record.state, generation: record.generation };
       }
-      const { tool, args } = checkedCall(record.tool, record.args);
+      const { tool, args } = settledCall(record.tool, record.args);
       if (record.intent == null) {
         // No intent was recorded, so the effect cannot have started (intent precedes effect).
         const applied = await applyProbe(store, record, { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' });
@@ -105,15 +121,27 @@ export function createActivities({ store, identity }: ActivityDeps) {
 
 export type SettleActivities = ReturnType<typeof createActivities>;
 
-function checkedCall(toolName: string, rawArgs: unknown) {
+function settledCall(toolName: string, rawArgs: unknown) {
+  return checkedCall(toolName, rawArgs, 'settled');
+}
+
+function checkedCall<K extends 'read-only' | 'settled'>(
+  toolName: string,
+  rawArgs: unknown,
+  kind: K,
+): { tool: K extends 'read-only' ? ReadOnlyTool<any> : SettledTool<any, any, Observation>; args: Record<string, unknown> } {
   if (!isToolName(toolName)) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, 'SettleUnknownTool');
+  const implementation = TOOL_IMPLEMENTATIONS[toolName];
+  if (implementation.kind !== kind) {
+    throw ApplicationFailure.nonRetryable(`${toolName} is a ${implementation.kind} tool, not ${kind}`, 'SettleWrongLevel');
+  }
   let args: Record<string, unknown>;
   try {
     args = parseArgs(CATALOG[toolName].args, rawArgs) as Record<string, unknown>;
   } catch (err) {
     throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, 'SettleInvalidArgs');
   }
-  return { tool: SETTLED_TOOLS[toolName], args };
+  return { tool: implementation.tool as never, args };
 }
 
 function operatorResult(input: OperatorSettlement): Observation {

@@ -72,6 +72,25 @@ program
   });
 
 program
+  .command('tools')
+  .description('Print the tool catalog exactly as published to models (JSON Schema draft 2020-12).')
+  .option('--json', 'the published definitions as one JSON array', false)
+  .action(async (opts: { json: boolean }) => {
+    const { publishedCatalog } = await import('../core/tools/catalog');
+    const tools = publishedCatalog();
+    if (opts.json) {
+      console.log(JSON.stringify(tools, null, 2));
+      return;
+    }
+    for (const t of tools) {
+      const props = (t.parameters as { properties: Record<string, { type?: string }>; required?: string[] }).properties;
+      const required = new Set((t.parameters as { required?: string[] }).required ?? []);
+      const fields = Object.entries(props).map(([k, v]) => `${k}${required.has(k) ? '' : '?'}: ${v.type ?? 'any'}`);
+      console.log(`${t.name.padEnd(13)} ${t['x-settle-level']}  (${fields.join(', ')})\n${' '.repeat(18)}${t.description}\n`);
+    }
+  });
+
+program
   .command('records')
   .description('List endpoint records.')
   .option('--state <state>', `one of ${RECORD_STATES.join(', ')}`, parseState)

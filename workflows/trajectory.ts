@@ -48,9 +48,13 @@ export interface TrajectoryInput {
   leaseMs?: number;
   /** Backoff between retries of a busy or not-executed call: initial × 2^n, capped. Default 1 s, 30 s. */
   backoff?: { initialMs?: number; maxMs?: number };
+  /** Whether sandboxed commands may use the network (until capabilities carry `connect`). Default false. */
+  network?: boolean;
 }
 
 export type CallResolution =
+  /** A0: read-only, run without an endpoint record. */
+  | 'read'
   | 'executed'
   | 'replayed'
   | 'settled_by_probe'
@@ -65,7 +69,8 @@ export interface CallReport {
   /** Null when the call was rejected before a key could be derived. */
   key: string | null;
   level: SideEffectLevel | null;
-  state: RecordStateOrUnseen;
+  /** The endpoint record's state; NO_RECORD for read-only (A0) calls, which have none. */
+  state: RecordStateOrUnseen | 'NO_RECORD';
   resolution: CallResolution | 'pending';
   /** Activity executions for this call (claims, probes). */
   attempts: number;
@@ -92,7 +97,7 @@ const DEFAULT_LEASE_MS = 10_000;
 const MAX_NOT_EXECUTED = 5;
 
 
-const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>({
+const { probeToolCall, settleByOperator, runReadOnlyTool } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
@@ -175,7 +180,19 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       }
       const key = report.key;
 
-      // 3. Settled execution loop.
+      // 3a. Read-only (A0): no endpoint record, a retry simply reads again.
+      if (report.level === 'A0') {
+        report.attempts++;
+        report.observation = await runReadOnlyTool.executeWithOptions(
+          { startToCloseTimeout: '1 minute', summary: `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…` },
+          [{ tool: call.tool, args, workspace: input.workspace }],
+        );
+        report.state = 'NO_RECORD';
+        report.resolution = 'read';
+        continue;
+      }
+
+      // 3b. Settled execution loop.
       let notExecuted = 0;
       let busyRounds = 0;
       let settledBy: 'probe' | 'operator' | null = null;
@@ -200,7 +217,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
             retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
             summary: `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…`,
           },
-          [{ key, turn: turn.turn, callId: call.call_id, tool: call.tool, args, workspace: input.workspace, leaseMs }],
+          [{ key, turn: turn.turn, callId: call.call_id, tool: call.tool, args, workspace: input.workspace, leaseMs, network: input.network ?? false }],
         );
         switch (outcome.kind) {
           case 'completed':

@@ -7,6 +7,8 @@ import type { ProbeVerdict } from '../../core/records';
 export interface ToolEnv {
   /** Real path of the trajectory's workspace directory. */
   workspace: string;
+  /** Whether sandboxed commands may use the network (the capability's `connect` right). */
+  network?: boolean;
 }
 
 /**

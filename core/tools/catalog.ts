@@ -1,25 +1,66 @@
 /**
- * The tool catalog as both sides see it: name → argument model and side-effect level
- * (DESIGN.md §4). Levels come from this registry only, never from a tool server's annotations.
+ * The tool catalog as both sides see it: each tool defined once by its zod argument model, its
+ * description and its side-effect annotation (DESIGN.md §4). The JSON Schema published to
+ * models is generated from the same model the runtime validates with, so they cannot drift.
+ * Levels come from this registry only, never from annotations supplied by a tool server.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
+import { BASH_EXECUTE, BashExecuteArgs } from './bash-execute';
 import { FILE_EDIT, FileEditArgs } from './file-edit';
+import { FILE_VIEW, FileViewArgs } from './file-view';
+import { GREP_SEARCH, GrepSearchArgs } from './grep-search';
+
+/** What a tool does to the world, as declared by us. */
+export type SideEffectAnnotation = 'read-only' | 'idempotent' | 'reversible' | 'destructive';
 
 /** A0 read-only · A1 idempotent · A2 reversible side effect · A3 destructive/irreversible. */
 export type SideEffectLevel = 'A0' | 'A1' | 'A2' | 'A3';
 
+export const LEVEL_OF: Record<SideEffectAnnotation, SideEffectLevel> = {
+  'read-only': 'A0',
+  idempotent: 'A1',
+  reversible: 'A2',
+  destructive: 'A3',
+};
+
 export interface CatalogEntry {
   name: string;
+  annotation: SideEffectAnnotation;
   level: SideEffectLevel;
   args: z.ZodType;
 }
 
+function entry<N extends string>(name: N, annotation: SideEffectAnnotation, args: z.ZodType) {
+  return { name, annotation, level: LEVEL_OF[annotation], args } as const;
+}
+
 export const CATALOG = {
-  [FILE_EDIT]: { name: FILE_EDIT, level: 'A2', args: FileEditArgs },
+  [BASH_EXECUTE]: entry(BASH_EXECUTE, 'reversible', BashExecuteArgs),
+  [FILE_VIEW]: entry(FILE_VIEW, 'read-only', FileViewArgs),
+  [FILE_EDIT]: entry(FILE_EDIT, 'reversible', FileEditArgs),
+  [GREP_SEARCH]: entry(GREP_SEARCH, 'read-only', GrepSearchArgs),
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ToolName = keyof typeof CATALOG;
 
 export function isToolName(name: string): name is ToolName {
   return Object.prototype.hasOwnProperty.call(CATALOG, name);
+}
+
+/** A tool definition exactly as published to a model. */
+export interface PublishedTool {
+  name: string;
+  description: string;
+  /** JSON Schema draft 2020-12 of the arguments a model may send (defaults are optional). */
+  parameters: Record<string, unknown>;
+  /** settle's own side-effect level; informative for clients, authoritative only here. */
+  'x-settle-level': SideEffectLevel;
+}
+
+export function publishedCatalog(): PublishedTool[] {
+  return Object.values(CATALOG).map((tool) => {
+    const schema = z.toJSONSchema(tool.args, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
+    const { description, ...parameters } = schema;
+    return { name: tool.name, description: String(description ?? ''), parameters, 'x-settle-level': tool.level };
+  });
 }

@@ -65,6 +65,18 @@ describe('settle key', () => {
   });
 });
 
+describe('settle tools', () => {
+  it('prints the catalog exactly as published', async () => {
+    const { publishedCatalog } = await import('../../core/tools/catalog');
+    const r = settle(['tools', '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(publishedCatalog());
+    const text = settle(['tools']);
+    expect(text.stdout).toMatch(/^bash_execute\s+A2\s+\(command: string, timeout_ms\?: integer\)/m);
+    expect(text.stdout).toMatch(/^file_view\s+A0/m);
+  });
+});
+
 describe('settle canonicalize', () => {
   it('writes the RFC 8785 form and one newline', () => {
     const r = settle(['canonicalize'], { input: '{ "b": [1.0, 2e3, "\\u00e9"], "a": {"z": null, "y": true} }' });

@@ -145,4 +145,39 @@ describe('demo trajectory end to end', () => {
       delete fileEditHooks.beforeRename;
     }
   });
+
+  it('runs every catalog tool at its level: A0 without a record, A2 through one', async () => {
+    const workspace = tempWorkspace();
+    prepareWorkspace(workspace);
+    const id = uniqueId('traj');
+    const app = path.join(workspace, 'app.ts');
+    const result: TrajectoryResult = await worker.client.workflow.execute('trajectoryWorkflow', {
+      taskQueue: worker.taskQueue,
+      workflowId: id,
+      args: [
+        {
+          workspace,
+          turns: [
+            { turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: app, offset: 1, limit: 2 } }] },
+            { turn: 1, calls: [{ call_id: 'g', tool: 'grep_search', args: { pattern: 'greet', path: workspace } }] },
+            { turn: 2, calls: [{ call_id: 'b', tool: 'bash_execute', args: { command: 'wc -l < app.ts && echo ran >> ran.log' } }] },
+            { turn: 2, calls: [{ call_id: 'b', tool: 'bash_execute', args: { command: 'wc -l < app.ts && echo ran >> ran.log' } }] },
+          ],
+        },
+      ],
+    });
+    expect(result.calls.map((c) => [c.tool, c.level, c.state, c.resolution])).toEqual([
+      ['file_view', 'A0', 'NO_RECORD', 'read'],
+      ['grep_search', 'A0', 'NO_RECORD', 'read'],
+      ['bash_execute', 'A2', 'COMPLETED', 'executed'],
+      ['bash_execute', 'A2', 'COMPLETED', 'replayed'],
+    ]);
+    expect(result.calls[0]!.observation!.output).toMatch(/^1\texport function greet/);
+    expect(JSON.parse(result.calls[1]!.observation!.output).matches[0]).toMatchObject({ path: app, line: 1 });
+    expect(result.calls[2]!.observation).toEqual({ output: '3\n', error: null, exit_status: 0, truncated: false });
+    expect(fs.readFileSync(path.join(workspace, 'ran.log'), 'utf8')).toBe('ran\n'); // the repeat did not run again
+    const records = await store.list({ trajectoryId: id });
+    expect(records.map((r) => r.tool)).toEqual(['bash_execute']);
+    expect(records[0]!.intent).toMatchObject({ command: 'wc -l < app.ts && echo ran >> ran.log', sandbox: 'bubblewrap', network: false });
+  });
 });

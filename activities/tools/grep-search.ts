@@ -1,0 +1,120 @@
+/**
+ * `grep_search` (A0): regular-expression search returning structured matches.
+ *
+ * Catastrophic patterns (e.g. `(a+)+$`) are contained by running the matching inside a `vm`
+ * script with a timeout: V8 interrupts even a backtracking regular expression, so the search
+ * ends with a clear error in bounded time instead of pinning the worker.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import vm from 'node:vm';
+import picomatch from 'picomatch';
+import { failed, type Observation } from '../../core/observation';
+import { GREP_SEARCH, type GrepSearchArgs } from '../../core/tools/grep-search';
+import { PathRefused, resolveInWorkspace } from '../workspace';
+import type { ReadOnlyTool } from './read-only-tool';
+import { readTextFile } from './text-files';
+
+export const SEARCH_TIME_LIMIT_MS = 10_000;
+const MAX_MATCH_CHARS = 500;
+const SKIPPED_DIRECTORIES = new Set(['.git']);
+
+export interface GrepMatch {
+  path: string;
+  /** 1-indexed. */
+  line: number;
+  text: string;
+}
+
+/** Returns the 0-based indexes of matching lines, at most `limit`. Runs inside the vm. */
+const MATCH_SCRIPT = new vm.Script(`
+  (() => {
+    const found = [];
+    const lines = text.split(/\\r?\\n/);
+    for (let i = 0; i < lines.length && found.length < limit; i++) {
+      if (re.test(lines[i])) found.push(i);
+    }
+    return found;
+  })()
+`);
+
+export const grepSearch: ReadOnlyTool<GrepSearchArgs> & { timeLimitMs: number } = {
+  name: GREP_SEARCH,
+  timeLimitMs: SEARCH_TIME_LIMIT_MS,
+  async run(args, env): Promise<Observation> {
+    let re: RegExp;
+    try {
+      re = new RegExp(args.pattern);
+    } catch (err) {
+      return failed(`args.pattern must be a valid JavaScript regular expression: ${(err as Error).message}`);
+    }
+    let root: string;
+    try {
+      root = await resolveInWorkspace(env.workspace, args.path);
+    } catch (err) {
+      if (err instanceof PathRefused) return failed(`refused: ${err.message}`);
+      throw err;
+    }
+    const matchesGlob = args.glob ? picomatch(args.glob, { dot: true }) : () => true;
+    const deadline = performance.now() + this.timeLimitMs;
+    const context = vm.createContext({ re, text: '', limit: 0 });
+    const matches: GrepMatch[] = [];
+    let filesSearched = 0;
+    let filesSkipped = 0;
+
+    for await (const file of walk(root)) {
+      if (matches.length >= args.max_results) break;
+      if (!matchesGlob(path.basename(file))) continue;
+      const content = await readTextFile(file);
+      if (content.kind !== 'text') {
+        filesSkipped++;
+        continue;
+      }
+      filesSearched++;
+      const remaining = deadline - performance.now();
+      context.text = content.text;
+      context.limit = args.max_results - matches.length;
+      let found: number[];
+      try {
+        if (remaining <= 0) throw Object.assign(new Error('out of time'), { code: 'ERR_SCRIPT_EXECUTION_TIMEOUT' });
+        found = MATCH_SCRIPT.runInContext(context, { timeout: Math.ceil(remaining) }) as number[];
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+          return failed(
+            `search ended after ${this.timeLimitMs} ms (time limit) in ${file}: the pattern may backtrack catastrophically; ` +
+              'simplify it (avoid nested quantifiers like (a+)+) or narrow path/glob',
+          );
+        }
+        throw err;
+      }
+      const lines = found.length ? content.text.split(/\r?\n/) : [];
+      for (const i of found) {
+        const line = lines[i] ?? '';
+        matches.push({ path: file, line: i + 1, text: line.length > MAX_MATCH_CHARS ? `${line.slice(0, MAX_MATCH_CHARS)}…` : line });
+      }
+    }
+
+    const truncated = matches.length >= args.max_results;
+    const output = JSON.stringify({ matches, files_searched: filesSearched, files_skipped: filesSkipped, truncated });
+    return { output, error: null, exit_status: matches.length ? 0 : 1, truncated };
+  },
+};
+
+/**
+ * Regular files under `root` (or `root` itself), in a stable order. Symbolic links are not
+ * followed: a link could lead out of the workspace, and a search must not.
+ */
+async function* walk(root: string): AsyncGenerator<string> {
+  const stat = await fs.lstat(root);
+  if (stat.isFile()) {
+    yield root;
+    return;
+  }
+  if (!stat.isDirectory()) return;
+  const entries = (await fs.readdir(root, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (const entry of entries) {
+    const full = path.join(root, entry.name);
+    if (entry.isDirectory() && !SKIPPED_DIRECTORIES.has(entry.name)) yield* walk(full);
+    else if (entry.isFile()) yield full;
+  }
+}
