@@ -5,13 +5,15 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { deriveKey } from '../core/key';
-import type { Observation } from '../core/observation';
+import { truncate, type Observation } from '../core/observation';
 import type { CallOutcome, RecordState } from '../core/records';
 import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
 import type { EndpointStore } from './store/endpoint-store';
 import { applyProbe, runSettled } from './settled/run-settled';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
+import { callChatCompletions, type ModelRequest } from './model/openai-chat';
+import type { ModelReply } from '../core/model/chat';
 import type { ReadOnlyTool } from './tools/read-only-tool';
 import type { SettledTool } from './settled/settled-tool';
 
@@ -25,6 +27,8 @@ export interface ToolCallInput {
   leaseMs: number;
   /** Whether sandboxed commands may use the network. */
   network?: boolean;
+  /** For A3 calls: the approval, recorded on the claim event. */
+  approval?: { approver: string; reason: string };
 }
 
 export interface ReadOnlyCallInput {
@@ -77,14 +81,26 @@ export function createActivities({ store, identity }: ActivityDeps) {
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
           heartbeat: () => ctx.heartbeat(),
+          ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
         },
-      );
+      ).then(boundOutcome);
+    },
+
+    /** The state of a key's endpoint record (UNSEEN when there is none). Read-only. */
+    async lookupRecord(input: { key: string }): Promise<{ state: RecordState | 'UNSEEN'; generation: number }> {
+      const record = await store.get(input.key);
+      return record ? { state: record.state, generation: record.generation } : { state: 'UNSEEN', generation: 0 };
+    },
+
+    /** One model turn through an OpenAI-compatible chat-completions server. */
+    async callModel(request: ModelRequest): Promise<ModelReply> {
+      return callChatCompletions(request);
     },
 
     /** Runs an A0 (read-only) call: no endpoint record, a retry just reads again. */
     async runReadOnlyTool(input: ReadOnlyCallInput): Promise<Observation> {
       const { tool, args } = checkedCall(input.tool, input.args, 'read-only');
-      return tool.run(args, { workspace: input.workspace });
+      return boundObservation(await tool.run(args, { workspace: input.workspace }));
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (DESIGN.md §3). */
@@ -142,6 +158,19 @@ function checkedCall<K extends 'read-only' | 'settled'>(
     throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, 'SettleInvalidArgs');
   }
   return { tool: implementation.tool as never, args };
+}
+
+/** Observations travel through workflow history: keep each well under Temporal's payload limits. */
+export const MAX_OBSERVATION_CHARS = 64 * 1024;
+
+function boundObservation(o: Observation): Observation {
+  const output = truncate(o.output, MAX_OBSERVATION_CHARS);
+  const error = o.error === null ? { text: null, truncated: false } : truncate(o.error, 16 * 1024);
+  return { output: output.text, error: error.text, exit_status: o.exit_status, truncated: o.truncated || output.truncated || error.truncated };
+}
+
+function boundOutcome(outcome: CallOutcome<Observation>): CallOutcome<Observation> {
+  return outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
 }
 
 function operatorResult(input: OperatorSettlement): Observation {

@@ -2,286 +2,309 @@
  * One agent trajectory = one workflow (workflow id = trajectory id). DETERMINISTIC CODE ONLY:
  * runs in Temporal's sandbox; every side effect goes through an activity.
  *
- * For each proposed call: validate → derive the key (here, so it is in history) → settled
- * activity → observation. An IN_DOUBT call is probed before anything is retried; a probe that
- * cannot decide leaves the call waiting for an operator (`settleCall` update), re-probing with
- * backoff meanwhile. Nothing here ever guesses about an effect it cannot see.
+ * Three drivers (see TrajectoryInput): scripted turns, an orchestrator sending `runTurn`
+ * updates, or a model asked for calls in a loop. Every call goes through call-pipeline.ts.
+ * On failure or cancellation, completed A2 calls are compensated in reverse order.
+ * Long trajectories continue-as-new with their state, so nothing is lost or repeated.
  */
 import {
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
   condition,
-  defineQuery,
-  defineUpdate,
+  continueAsNew,
+  isCancellation,
   proxyActivities,
-  setCurrentDetails,
   setHandler,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
+import type { ChatMessage } from '../core/model/chat';
 import { failed, type Observation } from '../core/observation';
-import type { RecordStateOrUnseen } from '../core/records';
-import { CATALOG, isToolName, type SideEffectLevel } from '../core/tools/catalog';
-import { parseArgs } from '../core/validation';
+import { CATALOG, isToolName, publishedCatalog, type SideEffectLevel } from '../core/tools/catalog';
+import { compensationCallId, compensationFor } from '../core/tools/compensation';
 import type { SettleActivities } from '../activities/index';
-import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS, type TrajectoryStatus } from './search-attributes';
+import { applyOperatorVerdict, runCall, type CallContext } from './call-pipeline';
+import {
+  approveCallUpdate,
+  callsQuery,
+  finishUpdate,
+  runTurnUpdate,
+  settleCallUpdate,
+  waitingForQuery,
+  type CallReport,
+  type CarriedState,
+  type CompensationReport,
+  type FinishInput,
+  type ProposedCall,
+  type RunTurnInput,
+  type TrajectoryInput,
+  type TrajectoryResult,
+} from './definitions';
+import { SA_PARENT_TRAJECTORY } from './search-attributes';
+import { TrajectoryState } from './trajectory-state';
 
-export interface ProposedCall {
-  /** The model's tool-call id (unique within the turn). */
-  call_id: string;
-  tool: string;
-  args: Record<string, unknown>;
-}
+export * from './definitions';
 
-export interface ScriptedTurn {
-  turn: number;
-  calls: ProposedCall[];
-}
+const MAX_CALLS_PER_TURN = 64;
+const DEFAULT_MODEL_TURNS = 20;
 
-export interface TrajectoryInput {
-  /** Absolute path of this trajectory's workspace directory. */
-  workspace: string;
-  /** The turns to run (orchestrator-scripted). */
-  turns: ScriptedTurn[];
-  /** Endpoint-record lease, renewed by heartbeats. Default 10 s. */
-  leaseMs?: number;
-  /** Backoff between retries of a busy or not-executed call: initial × 2^n, capped. Default 1 s, 30 s. */
-  backoff?: { initialMs?: number; maxMs?: number };
-  /** Whether sandboxed commands may use the network (until capabilities carry `connect`). Default false. */
-  network?: boolean;
-}
-
-export type CallResolution =
-  /** A0: read-only, run without an endpoint record. */
-  | 'read'
-  | 'executed'
-  | 'replayed'
-  | 'settled_by_probe'
-  | 'settled_by_operator'
-  | 'invalid'
-  | 'gave_up';
-
-export interface CallReport {
-  turn: number;
-  callId: string;
-  tool: string;
-  /** Null when the call was rejected before a key could be derived. */
-  key: string | null;
-  level: SideEffectLevel | null;
-  /** The endpoint record's state; NO_RECORD for read-only (A0) calls, which have none. */
-  state: RecordStateOrUnseen | 'NO_RECORD';
-  resolution: CallResolution | 'pending';
-  /** Activity executions for this call (claims, probes). */
-  attempts: number;
-  observation: Observation | null;
-}
-
-export interface TrajectoryResult {
-  trajectoryId: string;
-  calls: CallReport[];
-}
-
-export interface SettleCallInput {
-  key: string;
-  verdict: 'applied' | 'not_applied';
-  operator: string;
-  reason: string;
-}
-
-export const callsQuery = defineQuery<CallReport[]>('calls');
-export const settleCallUpdate = defineUpdate<{ state: string }, [SettleCallInput]>('settleCall');
-
-const DEFAULT_LEASE_MS = 10_000;
-/** Executions that ended certainly-not-executed (released, or settled NOT_EXECUTED) before giving up. */
-const MAX_NOT_EXECUTED = 5;
-
-
-const { probeToolCall, settleByOperator, runReadOnlyTool } = proxyActivities<SettleActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+const { callModel } = proxyActivities<SettleActivities>({
+  startToCloseTimeout: '3 minutes',
+  retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 
 export async function trajectoryWorkflow(input: TrajectoryInput): Promise<TrajectoryResult> {
   const trajectoryId = workflowInfo().workflowId;
-  const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
-  const backoffMs = (n: number) => Math.min((input.backoff?.initialMs ?? 1_000) * 2 ** n, input.backoff?.maxMs ?? 30_000);
-  const reports: CallReport[] = [];
-  /** Keys waiting for an operator, and those an operator has settled. */
-  const awaitingOperator = new Set<string>();
-  /** Operator verdicts applied, by key: the record's state afterwards. */
-  const operatorSettled = new Map<string, RecordStateOrUnseen>();
+  assertValidInput(input);
+  const state = new TrajectoryState(input.carried);
+  const ctx: CallContext = { trajectoryId, input, state };
+  // Mutated by update handlers; an object so the compiler does not narrow it to its initial value.
+  const control: { finish: FinishInput | null; runningTurns: number } = { finish: null, runningTurns: 0 };
+  // Turns run one at a time, in arrival order, even when updates arrive together.
+  let turnChain: Promise<unknown> = Promise.resolve();
 
-  const { executeToolCall } = proxyActivities<SettleActivities>({
-    startToCloseTimeout: '10 minutes',
-    // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
-    heartbeatTimeout: leaseMs,
-    retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+  setHandler(callsQuery, () => state.reports);
+  setHandler(waitingForQuery, () => state.waitingFor);
+  setHandler(settleCallUpdate, (s) => applyOperatorVerdict(state, s), {
+    validator: (s) => {
+      requireKey(s?.key, state.awaitingOperator, 'waiting for an operator');
+      if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
+      requireText(s.operator, 'operator', 'a non-empty name');
+      requireText(s.reason, 'reason', 'a non-empty explanation');
+    },
   });
-
-  setHandler(callsQuery, () => reports);
   setHandler(
-    settleCallUpdate,
-    async (s) => {
-      const result = await settleByOperator(s);
-      if (result.state !== 'IN_DOUBT') operatorSettled.set(s.key, result.state as RecordStateOrUnseen);
-      return result;
+    approveCallUpdate,
+    (a) => {
+      state.approvals.set(a.key, a);
+      return { decision: a.decision };
     },
     {
-      validator: (s) => {
-        if (!s || typeof s.key !== 'string' || !awaitingOperator.has(s.key)) {
-          throw new InputError('key', `name a call of this trajectory that is waiting for an operator (got ${JSON.stringify(s?.key)})`);
-        }
-        if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
-        if (typeof s.operator !== 'string' || !s.operator.trim()) throw new InputError('operator', 'be a non-empty name');
-        if (typeof s.reason !== 'string' || !s.reason.trim()) throw new InputError('reason', 'be a non-empty explanation');
+      validator: (a) => {
+        requireKey(a?.key, state.awaitingApproval, 'waiting for approval');
+        if (a.decision !== 'approve' && a.decision !== 'deny') throw new InputError('decision', 'be approve or deny');
+        requireText(a.approver, 'approver', 'a non-empty name');
+        requireText(a.reason, 'reason', 'a non-empty explanation');
+      },
+    },
+  );
+  setHandler(
+    runTurnUpdate,
+    (t) => {
+      control.runningTurns++;
+      const result = turnChain.then(async () => {
+        const calls: CallReport[] = [];
+        for (const call of t.calls) calls.push(await runCall(ctx, t.turn, call));
+        state.turnsDone.add(t.turn);
+        return { turn: t.turn, calls };
+      });
+      turnChain = result.catch(() => undefined).finally(() => control.runningTurns--);
+      return result;
+    },
+    { validator: (t) => validateTurn(t, control.finish) },
+  );
+  setHandler(
+    finishUpdate,
+    (f) => {
+      control.finish = f;
+      return { accepted: true as const };
+    },
+    {
+      validator: (f) => {
+        if (f?.outcome !== 'completed' && f?.outcome !== 'failed') throw new InputError('outcome', 'be completed or failed');
+        requireText(f.reason, 'reason', 'a non-empty explanation');
       },
     },
   );
 
-  const publish = (status: TrajectoryStatus, details: string) => {
-    upsertSearchAttributes([
-      { key: SA_TRAJECTORY_STATUS, value: status },
-      { key: SA_IN_DOUBT_COUNT, value: reports.filter((r) => r.state === 'IN_DOUBT').length },
-    ]);
-    setCurrentDetails(details);
-  };
+  if (input.parentTrajectoryId) upsertSearchAttributes([{ key: SA_PARENT_TRAJECTORY, value: input.parentTrajectoryId }]);
+  state.publish('running', 'starting');
 
-  publish('running', 'starting');
-
-  for (const turn of input.turns) {
-    for (const call of turn.calls) {
-      const report: CallReport = {
-        turn: turn.turn,
-        callId: call.call_id,
-        tool: call.tool,
-        key: null,
-        level: null,
-        state: 'UNSEEN',
-        resolution: 'pending',
-        attempts: 0,
-        observation: null,
-      };
-      reports.push(report);
-
-      // 1. Validate: a malformed call becomes an observation naming the field and rule.
-      let args: Record<string, unknown>;
-      try {
-        if (!isToolName(call.tool)) throw new InputError('tool', `be one of ${Object.keys(CATALOG).join(', ')} (got ${JSON.stringify(call.tool)})`);
-        report.level = CATALOG[call.tool].level;
-        args = parseArgs(CATALOG[call.tool].args, call.args) as Record<string, unknown>;
-        // 2. The key names the logical call; it is derived here so it shows in history.
-        report.key = deriveKey({ trajectoryId, turn: turn.turn, callId: call.call_id, tool: call.tool, args });
-      } catch (err) {
-        if (!(err instanceof InputError)) throw err;
-        report.resolution = 'invalid';
-        report.observation = failed(`invalid call: ${err.message}`);
-        continue;
-      }
-      const key = report.key;
-
-      // 3a. Read-only (A0): no endpoint record, a retry simply reads again.
-      if (report.level === 'A0') {
-        report.attempts++;
-        report.observation = await runReadOnlyTool.executeWithOptions(
-          { startToCloseTimeout: '1 minute', summary: `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…` },
-          [{ tool: call.tool, args, workspace: input.workspace }],
-        );
-        report.state = 'NO_RECORD';
-        report.resolution = 'read';
-        continue;
-      }
-
-      // 3b. Settled execution loop.
-      let notExecuted = 0;
-      let busyRounds = 0;
-      let settledBy: 'probe' | 'operator' | null = null;
-      /** The effect certainly did not happen: run again after a backoff, a bounded number of times. */
-      const retryOrGiveUp = async (detail: string): Promise<void> => {
-        if (++notExecuted >= MAX_NOT_EXECUTED) {
-          report.resolution = 'gave_up';
-          report.observation = failed(`not executed after ${notExecuted} attempts; last: ${detail}`);
-          return;
-        }
-        publish('running', `call ${key.slice(0, 8)}… not executed (${detail}); retrying`);
-        await sleep(backoffMs(notExecuted - 1));
-      };
-
-      while (report.resolution === 'pending') {
-        report.attempts++;
-        publish('running', `turn ${turn.turn}: ${call.tool} ${describeArgs(args)} · key ${key.slice(0, 8)}…`);
-        const outcome = await executeToolCall.executeWithOptions(
-          {
-            startToCloseTimeout: '10 minutes',
-            heartbeatTimeout: leaseMs,
-            retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-            summary: `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…`,
-          },
-          [{ key, turn: turn.turn, callId: call.call_id, tool: call.tool, args, workspace: input.workspace, leaseMs, network: input.network ?? false }],
-        );
-        switch (outcome.kind) {
-          case 'completed':
-            report.state = 'COMPLETED';
-            report.observation = outcome.result;
-            report.resolution =
-              settledBy === 'probe' ? 'settled_by_probe' : settledBy === 'operator' ? 'settled_by_operator' : outcome.replayed ? 'replayed' : 'executed';
-            break;
-          case 'busy':
-            report.state = 'IN_FLIGHT';
-            publish('running', `call ${key.slice(0, 8)}… is IN_FLIGHT elsewhere until ${outcome.leaseUntil}; retrying`);
-            await sleep(backoffMs(busyRounds++));
-            break;
-          case 'released':
-            report.state = 'NOT_EXECUTED';
-            await retryOrGiveUp(outcome.detail);
-            break;
-          case 'in_doubt': {
-            report.state = 'IN_DOUBT';
-            const settled = await settle(key, report);
-            // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
-            settledBy = settled.state === 'COMPLETED' ? settled.by : null;
-            if (settled.state === 'NOT_EXECUTED') await retryOrGiveUp(`settled NOT_EXECUTED by ${settled.by}`);
-            break;
-          }
-        }
-      }
-
-      publish('running', `turn ${turn.turn}: ${call.tool} ${report.resolution}`);
+  let finalAnswer: string | null = null;
+  let reason: string;
+  try {
+    if (input.model) {
+      ({ finalAnswer, reason } = await driveByModel(ctx, input));
+    } else if (input.turns) {
+      reason = await driveByScript(ctx, input);
+    } else {
+      state.publish('running', 'waiting for the orchestrator: runTurn updates, then finish');
+      await condition(() => control.finish !== null || (control.runningTurns === 0 && shouldContinueAsNew(input)));
+      if (!control.finish) return await continueWithState(input, state);
+      await condition(() => control.runningTurns === 0);
+      reason = control.finish.reason;
     }
+  } catch (err) {
+    if (isCancellation(err)) {
+      // Compensate even though the workflow is being cancelled, then end as cancelled.
+      await CancellationScope.nonCancellable(() => compensate(ctx, 'cancelled'));
+      throw err;
+    }
+    throw err;
   }
-  publish('completed', `completed ${reports.length} calls`);
-  return { trajectoryId, calls: reports };
 
-  /** Probes until the record leaves IN_DOUBT; escalates to an operator while the probe cannot tell. */
-  async function settle(key: string, report: CallReport): Promise<{ by: 'probe' | 'operator'; state: RecordStateOrUnseen }> {
-    let round = 0;
-    while (true) {
-      publish('waiting_probe', `call ${key.slice(0, 8)}… IN_DOUBT: probing (round ${round + 1})`);
-      report.attempts++;
-      const probe = await probeToolCall({ key, workspace: input.workspace });
-      if (probe.state !== 'IN_DOUBT') {
-        report.state = probe.state;
-        return { by: 'probe', state: probe.state };
+  if (control.finish?.outcome === 'failed') {
+    const compensations = await compensate(ctx, 'failed');
+    state.publish('failed', `failed: ${reason}; ${compensations.length} compensation(s) run`);
+    await condition(allHandlersFinished);
+    throw ApplicationFailure.create({
+      type: 'SettleTrajectoryFailed',
+      message: `trajectory failed: ${reason}`,
+      nonRetryable: true,
+      details: [{ trajectoryId, outcome: 'failed', calls: state.reports, reason, compensations } satisfies TrajectoryResult],
+    });
+  }
+  state.publish('completed', `completed ${state.reports.length} calls: ${reason}`);
+  await condition(allHandlersFinished);
+  return { trajectoryId, outcome: 'completed', calls: state.reports, finalAnswer, reason };
+}
+
+async function driveByScript(ctx: CallContext, input: TrajectoryInput): Promise<string> {
+  const turns = input.turns!;
+  for (let i = input.carried?.nextScriptedTurn ?? 0; i < turns.length; i++) {
+    if (shouldContinueAsNew(input)) await continueWithState(input, ctx.state, { nextScriptedTurn: i });
+    const turn = turns[i]!;
+    for (const call of turn.calls) await runCall(ctx, turn.turn, call);
+    ctx.state.turnsDone.add(turn.turn);
+  }
+  return `${turns.length} scripted turns done`;
+}
+
+async function driveByModel(ctx: CallContext, input: TrajectoryInput): Promise<{ finalAnswer: string | null; reason: string }> {
+  const model = input.model!;
+  const { task, maxTurns = DEFAULT_MODEL_TURNS, maxTotalTokens, ...config } = model;
+  const tools = publishedCatalog();
+  const conversation = (input.carried?.conversation as ChatMessage[] | undefined) ?? [{ role: 'user', content: task }];
+  let tokensUsed = input.carried?.tokensUsed ?? 0;
+  for (let turn = input.carried?.modelTurn ?? 0; turn < maxTurns; turn++) {
+    if (maxTotalTokens !== undefined && tokensUsed >= maxTotalTokens) {
+      return { finalAnswer: null, reason: `token budget exhausted (${tokensUsed} of ${maxTotalTokens})` };
+    }
+    if (shouldContinueAsNew(input)) {
+      await continueWithState(input, ctx.state, { conversation, modelTurn: turn, tokensUsed });
+    }
+    ctx.state.publish('running', `model turn ${turn}: asking ${config.model}`);
+    const reply = await callModel({ config, messages: conversation, tools });
+    tokensUsed += reply.totalTokens;
+    if (reply.kind === 'final') {
+      conversation.push({ role: 'assistant', content: reply.content });
+      return { finalAnswer: reply.content, reason: 'the model gave a final answer' };
+    }
+    conversation.push({ role: 'assistant', content: reply.content, tool_calls: reply.calls });
+    for (const c of reply.calls) {
+      let observation: Observation;
+      let args: unknown;
+      try {
+        args = JSON.parse(c.function.arguments);
+      } catch (err) {
+        args = undefined;
+        observation = failed(`invalid call: args must be valid JSON (${(err as Error).message})`);
       }
-      awaitingOperator.add(key);
-      publish(
-        'waiting_operator',
-        `call ${key.slice(0, 8)}… IN_DOUBT, probe says unknown (${probe.detail}). ` +
-          `Settle with: settle resolve ${key} --as applied|not-applied --operator NAME --reason TEXT`,
-      );
-      const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
-      if (await condition(() => operatorSettled.has(key), delayMs)) {
-        awaitingOperator.delete(key);
-        const state = operatorSettled.get(key)!;
-        report.state = state;
-        return { by: 'operator', state };
+      if (args !== undefined) {
+        const proposed: ProposedCall = { call_id: c.id, tool: c.function.name, args: args as Record<string, unknown> };
+        observation = (await runCall(ctx, turn, proposed)).observation ?? failed('no observation');
+      } else {
+        ctx.state.reports.push({
+          turn,
+          callId: c.id,
+          tool: c.function.name,
+          key: null,
+          level: null,
+          state: 'NO_RECORD',
+          resolution: 'invalid',
+          attempts: 0,
+          observation: observation!,
+        });
       }
+      conversation.push({ role: 'tool', tool_call_id: c.id, content: JSON.stringify(observation!) });
+    }
+    ctx.state.turnsDone.add(turn);
+  }
+  return { finalAnswer: null, reason: `turn limit reached (${maxTurns})` };
+}
+
+/** Runs the compensators of completed A2 calls, newest first; each is a settled call itself. */
+async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promise<CompensationReport[]> {
+  const done: CompensationReport[] = [];
+  const candidates = ctx.state.reports.filter(
+    (r) =>
+      r.level === 'A2' &&
+      r.key !== null &&
+      r.state === 'COMPLETED' &&
+      r.observation?.exit_status === 0 &&
+      !r.callId.endsWith('#compensate') &&
+      !r.compensatedBy,
+  );
+  for (const original of candidates.reverse()) {
+    const args = ctx.state.argsByKey.get(original.key!);
+    const plan = args ? compensationFor(original.tool, args) : { kind: 'none' as const, reason: 'arguments unavailable' };
+    if (plan.kind === 'none') {
+      done.push({ forKey: original.key!, tool: original.tool, key: null, resolution: 'not_compensable', observation: failed(plan.reason) });
+      continue;
+    }
+    ctx.state.publish('running', `trajectory ${why}: compensating ${original.tool} ${original.key!.slice(0, 8)}…`);
+    const report = await runCall(ctx, original.turn, { call_id: compensationCallId({ call_id: original.callId }), tool: plan.tool, args: plan.args });
+    original.compensatedBy = report.key;
+    done.push({ forKey: original.key!, tool: plan.tool, key: report.key, resolution: report.resolution, observation: report.observation });
+  }
+  return done;
+}
+
+function shouldContinueAsNew(input: TrajectoryInput): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || (input.maxHistoryEvents !== undefined && info.historyLength > input.maxHistoryEvents);
+}
+
+/** Hands the trajectory to a fresh run with its state: turns, reports (keys, states), conversation. */
+async function continueWithState(input: TrajectoryInput, state: TrajectoryState, extra: Partial<CarriedState> = {}): Promise<never> {
+  await condition(allHandlersFinished);
+  const carried: CarriedState = {
+    reports: state.reports,
+    turnsDone: [...state.turnsDone],
+    continuedAsNew: (input.carried?.continuedAsNew ?? 0) + 1,
+    ...extra,
+  };
+  return continueAsNew<typeof trajectoryWorkflow>({ ...input, carried });
+}
+
+function assertValidInput(input: TrajectoryInput): void {
+  const fail = (field: string, rule: string) => {
+    throw ApplicationFailure.nonRetryable(new InputError(field, rule).message, 'SettleInvalidInput');
+  };
+  if (!input || typeof input.workspace !== 'string' || !input.workspace.startsWith('/')) fail('workspace', 'be an absolute path');
+  if (input.turns && input.model) fail('turns', 'not be given together with model (choose one driver)');
+  for (const [tool, level] of Object.entries(input.levelOverrides ?? {})) {
+    if (!isToolName(tool)) fail(`levelOverrides.${tool}`, 'name a catalog tool');
+    const order: SideEffectLevel[] = ['A0', 'A1', 'A2', 'A3'];
+    if (!order.includes(level)) fail(`levelOverrides.${tool}`, 'be one of A0, A1, A2, A3');
+    if (order.indexOf(level) < order.indexOf(CATALOG[tool as keyof typeof CATALOG].level)) {
+      fail(`levelOverrides.${tool}`, `not lower the level (${CATALOG[tool as keyof typeof CATALOG].level} → ${level})`);
     }
   }
 }
 
-function describeArgs(args: Record<string, unknown>): string {
-  const target = args.path ?? args.command ?? args.pattern;
-  const text = typeof target === 'string' ? target : '';
-  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+function validateTurn(t: RunTurnInput, finishRequest: FinishInput | null): void {
+  if (finishRequest) throw new InputError('turn', 'arrive before finish (this trajectory is finishing)');
+  if (!t || !Number.isSafeInteger(t.turn) || t.turn < 0) throw new InputError('turn', `be an integer ≥ 0 (got ${JSON.stringify(t?.turn)})`);
+  if (!Array.isArray(t.calls) || t.calls.length < 1 || t.calls.length > MAX_CALLS_PER_TURN) {
+    throw new InputError('calls', `be an array of 1 to ${MAX_CALLS_PER_TURN} calls`);
+  }
+  t.calls.forEach((c, i) => {
+    if (!c || typeof c !== 'object') throw new InputError(`calls[${i}]`, 'be an object');
+    if (typeof c.call_id !== 'string' || !c.call_id) throw new InputError(`calls[${i}].call_id`, 'be a non-empty string');
+    if (typeof c.tool !== 'string') throw new InputError(`calls[${i}].tool`, 'be a string');
+    if (!c.args || typeof c.args !== 'object' || Array.isArray(c.args)) throw new InputError(`calls[${i}].args`, 'be an object');
+  });
+}
+
+function requireKey(key: unknown, waiting: Set<string>, what: string): void {
+  if (typeof key !== 'string' || !waiting.has(key)) {
+    throw new InputError('key', `name a call of this trajectory that is ${what} (got ${JSON.stringify(key)})`);
+  }
+}
+
+function requireText(value: unknown, field: string, rule: string): void {
+  if (typeof value !== 'string' || !value.trim()) throw new InputError(field, `be ${rule}`);
 }

@@ -15,6 +15,8 @@ export interface RunOptions {
   leaseMs: number;
   /** Identity shown on the record and its events (worker identity + attempt). */
   holder: string;
+  /** Extra facts for the claim event (e.g. an A3 call's approval). */
+  claimDetail?: Record<string, unknown>;
   /** Called after each successful lease renewal (the activity heartbeats to Temporal here). */
   heartbeat?: () => void;
   /**
@@ -33,7 +35,11 @@ export async function runSettled<Args, Intent, Result>(
 ): Promise<CallOutcome<Result>> {
   const actor: Actor = `worker:${options.holder}`;
   const claimSentAt = performance.now();
-  const claim = await store.claim(call, { leaseMs: options.leaseMs, holder: options.holder });
+  const claim = await store.claim(call, {
+    leaseMs: options.leaseMs,
+    holder: options.holder,
+    ...(options.claimDetail ? { detail: options.claimDetail } : {}),
+  });
   switch (claim.kind) {
     case 'completed':
       return { kind: 'completed', result: claim.record.result as Result, replayed: true, generation: claim.record.generation };

@@ -66,6 +66,8 @@ export interface ClaimOptions {
   leaseMs: number;
   /** Who holds the claim (worker identity, activity attempt); shown to operators. */
   holder: string;
+  /** Extra facts recorded on the claim event, e.g. the approval of an A3 call. */
+  detail?: Record<string, unknown>;
 }
 
 export type ClaimResult =
@@ -174,6 +176,7 @@ export class EndpointStore {
       lease_ms: options.leaseMs,
       holder: options.holder,
       actor,
+      extra: JSON.stringify(options.detail ?? {}),
     });
     const claimed = rows[0];
 

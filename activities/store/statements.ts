@@ -27,6 +27,8 @@ export interface ClaimParams extends Record<string, string | number | null> {
   holder: string;
   /** `worker:<holder>`. */
   actor: string;
+  /** Extra facts for the claim event (e.g. the A3 approval), JSON object text. */
+  extra: string;
 }
 
 /**
@@ -107,13 +109,13 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                   .as('from_state'),
                 'claimed.state',
                 s.case().when('claimed.state', '=', sql.lit('IN_FLIGHT')).then(sql<string>`${p.actor}::text`).else(sql.lit('lease-expiry')).end().as('actor'),
-                sql<string>`jsonb_build_object('holder', ${p.holder}::text, 'lease_ms', ${p.lease_ms}::int)`.as('detail'),
+                sql<string>`jsonb_build_object('holder', ${p.holder}::text, 'lease_ms', ${p.lease_ms}::int) || ${p.extra}::jsonb`.as('detail'),
               ]),
             ),
         )
         .selectFrom('claimed')
         .selectAll(),
-    ['key', 'trajectory_id', 'turn', 'call_id', 'tool', 'args', 'lease_ms', 'holder', 'actor'],
+    ['key', 'trajectory_id', 'turn', 'call_id', 'tool', 'args', 'lease_ms', 'holder', 'actor', 'extra'],
   );
 }
 

@@ -1,0 +1,76 @@
+/**
+ * Adapter for OpenAI-compatible chat-completions servers (hosted APIs, vLLM, llama.cpp, …).
+ *
+ * The API key is read here, in the activity, from the worker's environment variable that the
+ * configuration names; it never appears in workflow input, history or logs.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { ChatMessage, ChatToolCall, ModelConfig, ModelReply } from '../../core/model/chat';
+import type { PublishedTool } from '../../core/tools/catalog';
+
+export interface ModelRequest {
+  config: ModelConfig;
+  messages: ChatMessage[];
+  tools: PublishedTool[];
+}
+
+const REQUEST_TIMEOUT_MS = 120_000;
+
+export async function callChatCompletions(request: ModelRequest, env: NodeJS.ProcessEnv = process.env): Promise<ModelReply> {
+  const { config } = request;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (config.apiKeyEnv) {
+    const key = env[config.apiKeyEnv];
+    if (!key) {
+      throw ApplicationFailure.nonRetryable(`model.apiKeyEnv: environment variable ${config.apiKeyEnv} must be set on the worker`, 'SettleModelConfig');
+    }
+    headers.authorization = `Bearer ${key}`;
+  }
+  const body = {
+    model: config.model,
+    temperature: config.temperature ?? 0,
+    messages: config.system ? [{ role: 'system', content: config.system }, ...request.messages] : request.messages,
+    tools: request.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, description: t.description, parameters: withoutDialect(t.parameters) },
+    })),
+    tool_choice: 'auto',
+  };
+  const url = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  const text = await response.text();
+  if (!response.ok) {
+    const failure = `model server ${url} answered ${response.status}: ${text.slice(0, 500)}`;
+    // 4xx (except 408/429) will not get better by retrying.
+    if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
+      throw ApplicationFailure.nonRetryable(failure, 'SettleModelRejected');
+    }
+    throw new Error(failure);
+  }
+  return parseReply(text);
+}
+
+/** Some servers reject `$schema` inside function parameters; the schema is otherwise as published. */
+function withoutDialect(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
+}
+
+function parseReply(text: string): ModelReply {
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`model server answered with non-JSON: ${text.slice(0, 200)}`);
+  }
+  const message = json?.choices?.[0]?.message;
+  if (!message) throw new Error(`model server answered without choices[0].message: ${text.slice(0, 200)}`);
+  const totalTokens = Number(json.usage?.total_tokens ?? 0);
+  const calls: ChatToolCall[] = (message.tool_calls ?? []).map((c: any, i: number) => ({
+    id: String(c.id ?? `call_${i}`),
+    type: 'function',
+    function: { name: String(c.function?.name ?? ''), arguments: typeof c.function?.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function?.arguments ?? {}) },
+  }));
+  if (calls.length > 0) return { kind: 'tool_calls', content: message.content ?? null, calls, totalTokens };
+  return { kind: 'final', content: String(message.content ?? ''), totalTokens };
+}
