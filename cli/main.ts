@@ -7,12 +7,10 @@ import { canonicalJson } from '../core/jcs';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { isRecordState, RECORD_STATES } from '../core/records';
-import { EndpointStore } from '../activities/store/endpoint-store';
-import { openDatabase } from '../activities/store/database';
-import { readDevSettings } from './dev-settings';
+import { UsageError } from './usage-error';
+import { withStore } from './connections';
+import { registerTrajectoryCommands } from './trajectory-commands';
 
-/** A usage error: printed as one line, exit code 2. */
-class UsageError extends Error {}
 
 const program = new Command();
 program
@@ -187,16 +185,7 @@ function withField<T>(fn: () => T, flags: Record<string, string>): T {
   }
 }
 
-async function withStore(fn: (store: EndpointStore) => Promise<void>): Promise<void> {
-  const url = process.env.DATABASE_URL ?? readDevSettings()?.databaseUrl;
-  if (!url) throw new UsageError('DATABASE_URL: must be set (or run `settle dev`, whose settings the CLI then finds)');
-  const db = openDatabase(url, { max: 1 });
-  try {
-    await fn(new EndpointStore(db));
-  } finally {
-    await db.destroy();
-  }
-}
+registerTrajectoryCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,137 @@
+/**
+ * Trajectory commands for orchestrator operators and SREs: start, status, approve, resolve.
+ */
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import { TrajectorySpec } from '../core/spec';
+import { allIssues } from '../core/validation';
+import type { TrajectoryInput } from '../workflows/definitions';
+import { withClient, withStore } from './connections';
+import { UsageError } from './usage-error';
+
+const KEY = /^[0-9a-f]{64}$/;
+
+export function registerTrajectoryCommands(program: Command): void {
+  program
+    .command('start')
+    .description('Start a trajectory from a JSON spec (trajectory_id, workspace, and turns or a model).')
+    .argument('<spec>', 'path of the spec file, or - for stdin')
+    .action(async (specPath: string) => {
+      const spec = readSpec(specPath);
+      await withClient(async (client) => {
+        await client.start(spec.trajectory_id, toInput(spec));
+        console.log(`started ${spec.trajectory_id}`);
+      });
+    });
+
+  program
+    .command('status')
+    .description("A trajectory's status, what it waits for, and every call with key, level, state, attempts.")
+    .argument('<id>', 'trajectory id')
+    .option('--json', 'JSON on stdout', false)
+    .action(async (id: string, opts: { json: boolean }) => {
+      await withClient(async (client) => {
+        const status = await client.status(id).catch((err: Error) => {
+          throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
+        });
+        if (opts.json) {
+          console.log(JSON.stringify(status, null, 2));
+          return;
+        }
+        console.log(`${status.trajectoryId}: ${status.runStatus} · ${status.status ?? '-'} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`);
+        if (status.waitingFor) console.log(`waiting for: ${status.waitingFor}`);
+        console.log('turn  call                  tool          level  key               state         resolution       attempts');
+        for (const c of status.calls) {
+          console.log(
+            `${String(c.turn).padEnd(5)} ${c.callId.slice(0, 20).padEnd(21)} ${c.tool.padEnd(13)} ${String(c.level ?? '-').padEnd(6)} ${(c.key?.slice(0, 16) ?? '-').padEnd(17)} ${c.state.padEnd(13)} ${c.resolution.padEnd(16)} ${c.attempts}`,
+          );
+        }
+      });
+    });
+
+  program
+    .command('approve')
+    .description('Approve (or with --deny, deny) an A3 call that waits for approval.')
+    .argument('<id>', 'trajectory id')
+    .argument('<key>', 'the call’s idempotency key')
+    .requiredOption('--approver <name>', 'who decides (recorded)')
+    .requiredOption('--reason <text>', 'why (recorded)')
+    .option('--deny', 'deny instead of approve', false)
+    .action(async (id: string, key: string, opts: { approver: string; reason: string; deny: boolean }) => {
+      if (!KEY.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
+      await withClient(async (client) => {
+        await client.approve(id, key, opts.approver, opts.deny ? 'deny' : 'approve', opts.reason).catch(rejected);
+        console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${opts.approver}`);
+      });
+    });
+
+  program
+    .command('resolve')
+    .description('Settle an IN_DOUBT call by hand: finds its trajectory from the record and sends the settleCall update.')
+    .argument('<key>', 'the call’s idempotency key')
+    .requiredOption('--as <verdict>', 'applied | not-applied')
+    .requiredOption('--operator <name>', 'who settles (recorded on the record and its events)')
+    .requiredOption('--reason <text>', 'why (recorded)')
+    .action(async (key: string, opts: { as: string; operator: string; reason: string }) => {
+      if (!KEY.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
+      if (opts.as !== 'applied' && opts.as !== 'not-applied') throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
+      if (!opts.operator.trim()) throw new UsageError('--operator: must be a non-empty name');
+      if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
+      const record = await withStore((store) => store.get(key));
+      if (!record) throw new UsageError(`KEY: no endpoint record for ${key}`);
+      if (record.state !== 'IN_DOUBT') throw new UsageError(`KEY: the record is ${record.state}, not IN_DOUBT; nothing to settle`);
+      const verdict = opts.as === 'applied' ? 'applied' : 'not_applied';
+      const result = await withClient((client) =>
+        client.settle(record.trajectoryId, { key, verdict, operator: opts.operator, reason: opts.reason }).catch(rejected),
+      );
+      console.log(`${key.slice(0, 16)}… in ${record.trajectoryId}: ${result.state} (settled by operator:${opts.operator})`);
+    });
+}
+
+function readSpec(specPath: string): TrajectorySpec {
+  let text: string;
+  try {
+    text = fs.readFileSync(specPath === '-' ? 0 : specPath, 'utf8');
+  } catch (err) {
+    throw new UsageError(`SPEC: cannot read ${specPath} (${(err as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`SPEC: must be valid JSON (${(err as Error).message})`);
+  }
+  const issues = allIssues(TrajectorySpec, json, 'spec');
+  if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
+  return TrajectorySpec.parse(json);
+}
+
+function toInput(spec: TrajectorySpec): TrajectoryInput {
+  return {
+    workspace: spec.workspace,
+    ...(spec.turns ? { turns: spec.turns } : {}),
+    ...(spec.model
+      ? {
+          model: {
+            baseUrl: spec.model.base_url,
+            model: spec.model.model,
+            task: spec.model.task,
+            ...(spec.model.api_key_env ? { apiKeyEnv: spec.model.api_key_env } : {}),
+            ...(spec.model.system ? { system: spec.model.system } : {}),
+            ...(spec.model.max_turns ? { maxTurns: spec.model.max_turns } : {}),
+            ...(spec.model.max_total_tokens ? { maxTotalTokens: spec.model.max_total_tokens } : {}),
+          },
+        }
+      : {}),
+    ...(spec.level_overrides ? { levelOverrides: spec.level_overrides } : {}),
+    ...(spec.approval_timeout_ms ? { approvalTimeoutMs: spec.approval_timeout_ms } : {}),
+    ...(spec.lease_ms ? { leaseMs: spec.lease_ms } : {}),
+    ...(spec.network !== undefined ? { network: spec.network } : {}),
+  };
+}
+
+/** A rejected update (validator) is bad input: show its reason as one line. */
+function rejected(err: unknown): never {
+  const cause = (err as { cause?: { message?: string } }).cause?.message;
+  throw new UsageError(cause ?? (err as Error).message);
+}
