@@ -10,6 +10,7 @@ import type { ProbeVerdict } from '../../core/records';
 import { BASH_EXECUTE, type BashExecuteArgs, type BashExecuteIntent } from '../../core/tools/bash-execute';
 import type { SettledTool } from '../settled/settled-tool';
 import { runInSandbox, sandboxAvailability } from './sandbox';
+import { failpoint } from '../failpoints';
 
 export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observation> = {
   name: BASH_EXECUTE,
@@ -24,6 +25,7 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
   async execute(args, intent, env, ctx): Promise<Observation> {
     ctx.assertLeaseHeld();
     const r = await runInSandbox({ command: args.command, workspace: env.workspace, timeoutMs: args.timeout_ms, network: intent.network });
+    await failpoint('bash_execute.after_run');
     const notes = [
       r.timedOut ? `timed out after ${args.timeout_ms} ms; the process group was killed` : null,
       r.note ? `not sandboxed: ${r.note}` : null,

@@ -5,7 +5,7 @@
  * failpoint) takes over the retried activity. The call must be settled by the probe from the
  * file's real state — re-executed exactly once if the effect had not happened, never if it had.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import type { TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
 
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 const db = openTestDb(2);
 const store = testStore(db);
 const children: ChildProcess[] = [];
@@ -52,7 +53,10 @@ interface Scenario {
   whileRunning?: (handle: WorkflowHandle, key: string) => Promise<void>;
 }
 
-async function crashScenario(failpoint: 'file_edit.before_rename' | 'file_edit.after_rename', scenario: Scenario = {}) {
+async function crashScenario(
+  failpoint: 'file_edit.before_rename' | 'file_edit.after_rename' | 'bash_execute.after_run',
+  scenario: Scenario & { call?: (file: string) => { call_id: string; tool: string; args: Record<string, unknown> } } = {},
+) {
   const workspace = tempWorkspace('chaos');
   const file = path.join(workspace, 'config.txt');
   fs.writeFileSync(file, 'replicas=1\n');
@@ -70,7 +74,7 @@ async function crashScenario(failpoint: 'file_edit.before_rename' | 'file_edit.a
         {
           workspace,
           leaseMs: 2_000,
-          turns: [{ turn: 0, calls: [{ call_id: 'scale', tool: 'file_edit', args: { path: file, old_str: 'replicas=1', new_str: 'replicas=2' } }] }],
+          turns: [{ turn: 0, calls: [scenario.call?.(file) ?? { call_id: 'scale', tool: 'file_edit', args: { path: file, old_str: 'replicas=1', new_str: 'replicas=2' } }] }],
         },
       ],
     });
@@ -153,6 +157,35 @@ describe('worker killed mid-effect', () => {
       settleReason: 'deploy log shows replicas=2 was applied before the manual change',
     });
     expect(events.at(-1)).toMatchObject({ fromState: 'IN_DOUBT', toState: 'COMPLETED', actor: 'operator:alice' });
+  });
+});
+
+describe('shell command killed mid-call', () => {
+  it('cannot be probed, so an operator settles it with `settle resolve`; the record keeps who and why', async () => {
+    const { result, file, events, record } = await crashScenario('bash_execute.after_run', {
+      call: (f) => ({ call_id: 'deploy', tool: 'bash_execute', args: { command: `echo deployed >> ${path.basename(f)}.log` } }),
+      whileRunning: async (handle, key) => {
+        await waitFor(async () => (await handle.describe()).searchAttributes.SettleTrajectoryStatus?.[0] === 'waiting_operator');
+        const cli = spawnSync(
+          process.execPath,
+          [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'deploy log shows the release went out'],
+          { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') } },
+        );
+        expect(cli.stderr).toBe('');
+        expect(cli.status).toBe(0);
+        expect(cli.stdout).toMatch(/: COMPLETED \(settled by operator:bob\)/);
+      },
+    });
+    // The command ran exactly once (in worker A, before it was killed); nobody re-ran it.
+    expect(fs.readFileSync(`${file}.log`, 'utf8')).toBe('deployed\n');
+    expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
+    expect(record).toMatchObject({ settledBy: 'operator:bob', settleReason: 'deploy log shows the release went out', generation: 1 });
+    expect(events.map((e) => [e.fromState, e.toState, e.actor])).toEqual([
+      ['UNSEEN', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
+      ['IN_FLIGHT', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
+      ['IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
+      ['IN_DOUBT', 'COMPLETED', 'operator:bob'],
+    ]);
   });
 });
 
