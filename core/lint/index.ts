@@ -1,0 +1,50 @@
+/**
+ * The tool-definition linter (DESIGN.md §6): the five schema rules of the source text and the
+ * anti-patterns of its table, over definitions in any of the usual formats. Pure: no I/O.
+ */
+import { extractDefinitions } from './definitions';
+import type { RuleContext } from './rules/context';
+import { checkBounds } from './rules/bounds';
+import { checkDialect } from './rules/dialect';
+import { checkObjects, checkSchemaPresent } from './rules/objects';
+import { checkRequired } from './rules/required';
+import { checkUnions } from './rules/unions';
+import { checkUnits } from './rules/units';
+import { checkWholeFileRewrite } from './rules/whole-file';
+import type { Finding, ToolDefinition } from './types';
+import { walkSchema } from './walk';
+
+export type { Finding, RuleId, Severity, ToolDefinition } from './types';
+export { RULE_IDS } from './types';
+export { extractDefinitions } from './definitions';
+
+const NODE_RULES = [checkObjects, checkRequired, checkBounds, checkUnits, checkUnions];
+
+/** Findings for each definition in order: schema-level first, then node by node, then tool-level. */
+export function lintDefinitions(definitions: ToolDefinition[]): Finding[] {
+  const out: Finding[] = [];
+  for (const tool of definitions) {
+    const ctx: RuleContext = { tool };
+    out.push(...checkSchemaPresent(ctx), ...checkDialect(ctx));
+    for (const node of walkSchema(tool.schema, tool.schemaPointer)) {
+      for (const rule of NODE_RULES) out.push(...rule(node, ctx));
+    }
+    out.push(...checkWholeFileRewrite(ctx));
+  }
+  return out;
+}
+
+/** Lints a parsed document (array, `{"tools": [...]}` or one definition). Throws InputError on a non-tool-list. */
+export function lintDocument(document: unknown): { tools: number; findings: Finding[] } {
+  const definitions = extractDefinitions(document);
+  return { tools: definitions.length, findings: lintDefinitions(definitions) };
+}
+
+/** One line per finding: severity, rule, tool, pointer, message, fix hint. */
+export function formatFinding(f: Finding): string {
+  return `${f.severity.padEnd(7)} ${f.rule.padEnd(20)} ${f.tool}  ${f.pointer || '""'}  ${f.message}; fix: ${f.hint}`;
+}
+
+export function hasErrors(findings: Finding[]): boolean {
+  return findings.some((f) => f.severity === 'error');
+}

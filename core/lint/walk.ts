@@ -1,0 +1,84 @@
+/** Every sub-schema of a JSON Schema, in document order, with its pointer and how it was reached. */
+import { appendPointer } from './pointer';
+
+export type SchemaRole =
+  /** The argument schema itself. */
+  | 'root'
+  /** The schema of a named property (`properties/<name>`): what a model fills in by name. */
+  | 'property'
+  /** A value schema reached through `items`, `prefixItems`, `additionalProperties`, … */
+  | 'value'
+  /** A branch of `anyOf`/`oneOf`/`allOf`, or `not`/`if`/`then`/`else`: adds to its parent. */
+  | 'branch'
+  /** A definition under `$defs`/`definitions`, reachable through `$ref`. */
+  | 'definition';
+
+export interface SchemaNode {
+  /** An object schema or a boolean schema (`true` accepts anything, `false` nothing). */
+  node: Record<string, unknown> | boolean;
+  pointer: string;
+  role: SchemaRole;
+  /** The property name when `role` is `property`. */
+  name?: string;
+}
+
+const VALUE_KEYS = ['items', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'contains', 'propertyNames'] as const;
+const BRANCH_LIST_KEYS = ['anyOf', 'oneOf', 'allOf'] as const;
+const BRANCH_KEYS = ['not', 'if', 'then', 'else'] as const;
+const MAP_KEYS = ['patternProperties', 'dependentSchemas'] as const;
+
+export function* walkSchema(schema: unknown, pointer: string, role: SchemaRole = 'root', name?: string): Generator<SchemaNode> {
+  if (typeof schema === 'boolean') {
+    yield { node: schema, pointer, role, ...(name === undefined ? {} : { name }) };
+    return;
+  }
+  if (!isObject(schema)) return;
+  yield { node: schema, pointer, role, ...(name === undefined ? {} : { name }) };
+  if (isObject(schema.properties)) {
+    for (const [key, sub] of Object.entries(schema.properties)) yield* walkSchema(sub, appendPointer(pointer, 'properties', key), 'property', key);
+  }
+  for (const key of MAP_KEYS) {
+    if (!isObject(schema[key])) continue;
+    for (const [k, sub] of Object.entries(schema[key])) yield* walkSchema(sub, appendPointer(pointer, key, k), 'value');
+  }
+  for (const key of VALUE_KEYS) yield* walkSchema(schema[key], appendPointer(pointer, key), 'value');
+  if (Array.isArray(schema.prefixItems)) {
+    for (const [i, sub] of schema.prefixItems.entries()) yield* walkSchema(sub, appendPointer(pointer, 'prefixItems', i), 'value');
+  }
+  // Draft-07 tuple form (`items: [...]`): not valid 2020-12 (the meta-schema rule says so), but
+  // its members still deserve the other rules.
+  if (Array.isArray(schema.items)) {
+    for (const [i, sub] of schema.items.entries()) yield* walkSchema(sub, appendPointer(pointer, 'items', i), 'value');
+  }
+  for (const key of BRANCH_LIST_KEYS) {
+    if (!Array.isArray(schema[key])) continue;
+    for (const [i, sub] of (schema[key] as unknown[]).entries()) yield* walkSchema(sub, appendPointer(pointer, key, i), 'branch');
+  }
+  for (const key of BRANCH_KEYS) yield* walkSchema(schema[key], appendPointer(pointer, key), 'branch');
+  for (const key of ['$defs', 'definitions'] as const) {
+    if (!isObject(schema[key])) continue;
+    for (const [k, sub] of Object.entries(schema[key])) yield* walkSchema(sub, appendPointer(pointer, key, k), 'definition');
+  }
+}
+
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** The JSON types a schema declares (`type: "x"` or `type: [...]`); empty when it declares none. */
+export function declaredTypes(schema: Record<string, unknown>): string[] {
+  if (typeof schema.type === 'string') return [schema.type];
+  if (Array.isArray(schema.type)) return schema.type.filter((t): t is string => typeof t === 'string');
+  return [];
+}
+
+/** An object schema: declares type object, or declares properties without a type. */
+export function isObjectSchema(schema: Record<string, unknown>): boolean {
+  const types = declaredTypes(schema);
+  return types.includes('object') || (types.length === 0 && isObject(schema.properties));
+}
+
+/** A schema that pins its value: `const`, or an `enum` (of any length — a finite set is bounded). */
+export function isEnumerated(schema: Record<string, unknown>): boolean {
+  return 'const' in schema || (Array.isArray(schema.enum) && schema.enum.length > 0);
+}
