@@ -10,6 +10,7 @@ import { isRecordState, RECORD_STATES } from '../core/records';
 import { UsageError } from './usage-error';
 import { withStore } from './connections';
 import { registerTrajectoryCommands } from './trajectory-commands';
+import { registerWorkbenchCommands } from './workbench';
 
 
 const program = new Command();
@@ -186,6 +187,8 @@ function withField<T>(fn: () => T, flags: Record<string, string>): T {
 }
 
 registerTrajectoryCommands(program);
+
+registerWorkbenchCommands(program);
 
 try {
   await program.parseAsync(process.argv);

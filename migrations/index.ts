@@ -4,9 +4,11 @@
  */
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001_endpoint_records';
+import * as m0002 from './0002_malformed_calls';
 
 export const migrations: Record<string, Migration> = {
   '0001_endpoint_records': m0001,
+  '0002_malformed_calls': m0002,
 };
 
 export const migrationProvider: MigrationProvider = {

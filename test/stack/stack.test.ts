@@ -53,7 +53,7 @@ describe('stack launcher', () => {
       await admin.end();
       const fresh = Object.assign(new URL(pg.url), { pathname: '/fresh' }).toString();
       const runs = await Promise.all(Array.from({ length: 6 }, () => migrateToLatest(fresh)));
-      expect(runs.flat()).toEqual(['0001_endpoint_records']);
+      expect(runs.flat()).toEqual(['0001_endpoint_records', '0002_malformed_calls']);
       expect(await migrateToLatest(fresh)).toEqual([]);
       await pg.stop();
       expect(await isListening(port)).toBe(false);

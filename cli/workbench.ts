@@ -1,0 +1,287 @@
+/**
+ * The tool-interface workbench: `settle lint`, `settle stats`, `settle breakeven`, `settle cost`.
+ *
+ * Bad input exits 2 with one line naming the argument and the rule: option values through
+ * commander's InvalidArgumentError, everything else through `Command.error` with exit code 2
+ * (main.ts maps every non-zero CommanderError to 2; commander has printed the line).
+ */
+import fs from 'node:fs';
+import { type Command, InvalidArgumentError } from 'commander';
+import { InputError } from '../core/errors';
+import { extractDefinitions, formatFinding, hasErrors, lintDefinitions } from '../core/lint/index';
+import { breakEvenRate, constrainedDecodingPaysOff } from '../core/workbench/breakeven';
+import { type CatalogCost, catalogCost, compareCatalogCost } from '../core/workbench/catalog-cost';
+import { parseDurationMs } from '../core/workbench/duration';
+import { countTokens, definitionText, ENCODING } from '../core/workbench/tokens';
+import { CallStats, type ToolCallStats } from '../activities/store/call-stats';
+import { openDatabase } from '../activities/store/database';
+import { readDevSettings } from './dev-settings';
+
+export function registerWorkbenchCommands(program: Command): void {
+  program
+    .command('lint')
+    .description('Check tool definitions against the five schema rules and the anti-patterns; exit 1 if any error is found.')
+    .argument('[file]', 'JSON: an array of definitions, {"tools": [...]} (an MCP tools/list result) or one definition; - for stdin')
+    .option('--mcp <command>', 'instead of a file: start this MCP server over stdio and lint the tools it lists')
+    .option('--timeout-ms <ms>', 'with --mcp: milliseconds allowed for the server to start and for each request', parseIntegerFlag('--timeout-ms', 100, 600_000), 30_000)
+    .option('--json', 'print the findings as one JSON array', false)
+    .action(async function (this: Command, file: string | undefined, opts: { mcp?: string; timeoutMs: number; json: boolean }) {
+      await reportingUsage(this, async () => {
+        if ((file === undefined) === (opts.mcp === undefined)) {
+          throw new InputError('FILE', 'be given (a file of tool definitions, or - for stdin), or else --mcp "<command>" — exactly one of them');
+        }
+        let document: unknown;
+        let source: string;
+        if (opts.mcp !== undefined) {
+          const { listMcpTools } = await import('./mcp-tools');
+          document = await listMcpTools(opts.mcp, { timeoutMs: opts.timeoutMs });
+          source = `MCP server ${JSON.stringify(opts.mcp)}`;
+        } else {
+          source = file === '-' ? 'stdin' : file!;
+          document = readJson(file!);
+        }
+        const definitions = withSource(source, () => extractDefinitions(document));
+        const findings = lintDefinitions(definitions);
+        if (opts.json) console.log(JSON.stringify(findings, null, 2));
+        else for (const f of findings) console.log(formatFinding(f));
+        const errors = findings.filter((f) => f.severity === 'error').length;
+        const warnings = findings.length - errors;
+        console.error(
+          findings.length === 0
+            ? `settle lint: no findings in ${plural(definitions.length, 'tool')} (${source})`
+            : `settle lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${plural(definitions.length, 'tool')} (${source})`,
+        );
+        if (hasErrors(findings)) process.exitCode = 1;
+      });
+    });
+
+  program
+    .command('stats')
+    .description('Per tool: proposed calls, malformed calls and the malformed rate (from settle_tool_calls).')
+    .option('--since <duration>', 'only calls recorded within this long before now, e.g. 30m, 24h, 7d', parseSince)
+    .option('--json', 'one JSON array on stdout', false)
+    .action(async function (this: Command, opts: { since?: Since; json: boolean }) {
+      await reportingUsage(this, async () => {
+        const rows = await withCallStats((s) => s.stats(opts.since === undefined ? {} : { sinceMs: opts.since.ms }));
+        if (opts.json) {
+          console.log(JSON.stringify(rows, null, 2));
+          return;
+        }
+        const window = windowText(opts.since);
+        if (rows.length === 0) {
+          console.log(`no proposed calls recorded (${window})`);
+          return;
+        }
+        const width = Math.max(4, ...rows.map((r) => r.tool.length));
+        console.log(`${'tool'.padEnd(width)}  ${'calls'.padStart(8)}  ${'malformed'.padStart(9)}  ${'rate'.padStart(8)}`);
+        for (const r of rows) {
+          console.log(`${r.tool.padEnd(width)}  ${String(r.calls).padStart(8)}  ${String(r.malformed).padStart(9)}  ${percent(r.rate).padStart(8)}`);
+        }
+        console.log(`(${window}, database clock)`);
+      });
+    });
+
+  program
+    .command('breakeven')
+    .description('Break-even malformed-call rate for constrained decoding: p_break = L_gen · t_mask / T_repair (source formula 1).')
+    .requiredOption('--gen-tokens <n>', 'L_gen: output tokens in one tool call, an integer ≥ 1', parseIntegerFlag('--gen-tokens', 1, 1_000_000_000))
+    .requiredOption('--mask-ms <ms>', 't_mask: milliseconds the grammar mask adds per token, a number ≥ 0', parseNumberFlag('--mask-ms', false))
+    .requiredOption('--repair-ms <ms>', 'T_repair: milliseconds one repair round costs, a number > 0', parseNumberFlag('--repair-ms', true))
+    .option('--tool <name>', "compare with this tool's measured malformed rate (settle stats)")
+    .option('--since <duration>', 'with --tool: measure over this window only, e.g. 7d', parseSince)
+    .option('--json', 'JSON on stdout', false)
+    .action(async function (this: Command, opts: { genTokens: number; maskMs: number; repairMs: number; tool?: string; since?: Since; json: boolean }) {
+      await reportingUsage(this, async () => {
+        const pBreak = withSource('', () => breakEvenRate({ genTokens: opts.genTokens, maskMs: opts.maskMs, repairMs: opts.repairMs }));
+        let measured: ToolCallStats | undefined;
+        if (opts.tool !== undefined) {
+          const tool = opts.tool;
+          const rows = await withCallStats((s) => s.stats({ tool, ...(opts.since === undefined ? {} : { sinceMs: opts.since.ms }) }));
+          measured = rows[0];
+          if (!measured) throw new InputError('--tool', `name a tool with recorded calls (none for ${JSON.stringify(tool)}, ${windowText(opts.since)})`);
+        }
+        const paysOff = measured ? constrainedDecodingPaysOff(measured.rate, pBreak) : undefined;
+        if (opts.json) {
+          const withMeasurement = measured ? { measured: { ...measured, window: windowText(opts.since) }, constrainedDecodingPaysOff: paysOff } : {};
+          console.log(JSON.stringify({ genTokens: opts.genTokens, maskMs: opts.maskMs, repairMs: opts.repairMs, pBreak, ...withMeasurement }, null, 2));
+          return;
+        }
+        console.log(
+          `p_break = L_gen · t_mask / T_repair = ${opts.genTokens} × ${opts.maskMs} ms / ${opts.repairMs} ms = ${fraction(pBreak)} (${percent(pBreak)})`,
+        );
+        console.log(
+          pBreak > 0
+            ? `constrained decoding pays off for a tool whose calls are malformed more often than ${percent(pBreak)} (about 1 call in ${formatNumber(Math.round(1 / pBreak))})`
+            : 'the mask costs nothing: constrained decoding pays off at any malformed rate above 0',
+        );
+        if (measured) {
+          console.log(
+            `${measured.tool}: measured malformed rate ${measured.malformed}/${measured.calls} = ${percent(measured.rate)} (${windowText(opts.since)}) ${paysOff ? '>' : '≤'} ${percent(pBreak)}: ` +
+              (paysOff ? 'constrained decoding pays off' : 'constrained decoding does not pay off; repairing malformed calls is cheaper'),
+          );
+        }
+      });
+    });
+
+  program
+    .command('cost')
+    .description("A catalog's context cost: each definition's tokens, K, mean S, and T = N · K · S per trajectory (source formula 2).")
+    .option('--catalog <file>', 'tool definitions as for lint (default: our own catalog, as `settle tools --json` prints it)')
+    .requiredOption('--turns <n>', 'N: turns in a trajectory, an integer ≥ 1', parseIntegerFlag('--turns', 1, 1_000_000))
+    .option('--vs <file>', 'compare with this catalog')
+    .option('--json', 'JSON on stdout', false)
+    .action(async function (this: Command, opts: { catalog?: string; turns: number; vs?: string; json: boolean }) {
+      await reportingUsage(this, async () => {
+        const main = await measureCatalog(opts.catalog, opts.turns, '--catalog');
+        const vs = opts.vs === undefined ? undefined : await measureCatalog(opts.vs, opts.turns, '--vs');
+        const comparison = vs ? compareCatalogCost(main.cost.perTrajectory, vs.cost.perTrajectory) : undefined;
+        const counted = `${ENCODING} (js-tiktoken) over each definition's compact JSON text (JSON.stringify) as published`;
+        if (opts.json) {
+          console.log(JSON.stringify({ encoding: ENCODING, counted, catalog: main, ...(vs ? { vs, comparison } : {}) }, null, 2));
+          return;
+        }
+        console.log(`tokens: ${counted}`);
+        for (const m of vs ? [main, vs] : [main]) {
+          console.log(`\n${m.source}`);
+          const width = Math.max(...m.tools.map((t) => t.name.length), 4);
+          for (const t of m.tools) console.log(`  ${t.name.padEnd(width)}  ${String(t.tokens).padStart(6)}`);
+          console.log(`  K = ${m.cost.tools} tools, mean S = ${formatNumber(m.cost.meanTokens, 2)} tokens`);
+          console.log(`  per turn: K · S = ${formatNumber(m.cost.perTurn)} tokens`);
+          console.log(`  per trajectory: N · K · S = ${m.cost.turns} × ${m.cost.tools} × ${formatNumber(m.cost.meanTokens, 2)} = ${formatNumber(m.cost.perTrajectory)} tokens`);
+        }
+        if (vs && comparison) {
+          const { difference, fractionLess } = comparison;
+          console.log(
+            `\n${main.source} vs ${vs.source}: ${formatNumber(Math.abs(difference))} tokens per trajectory ` +
+              (difference >= 0 ? `fewer (${percent(fractionLess)} less)` : `more (${percent(-fractionLess)} more)`),
+          );
+        }
+      });
+    });
+}
+
+interface MeasuredCatalog {
+  source: string;
+  tools: { name: string; tokens: number }[];
+  cost: CatalogCost;
+}
+
+async function measureCatalog(file: string | undefined, turns: number, flag: string): Promise<MeasuredCatalog> {
+  let definitions;
+  let source: string;
+  if (file === undefined) {
+    const { publishedCatalog } = await import('../core/tools/catalog');
+    definitions = extractDefinitions(publishedCatalog());
+    source = "settle's own catalog";
+  } else {
+    source = `${flag} ${file === '-' ? 'stdin' : file}`;
+    const document = readJson(file, flag);
+    definitions = withSource(source, () => extractDefinitions(document));
+  }
+  const tools = definitions.map((d) => ({ name: d.name, tokens: countTokens(definitionText(d.published)) }));
+  return { source, tools, cost: catalogCost(tools.map((t) => t.tokens), turns) };
+}
+
+/** Runs a command body; an InputError becomes commander's one-line error with exit code 2. */
+async function reportingUsage(command: Command, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    if (err instanceof InputError) command.error(`settle: ${err.message}`, { exitCode: 2, code: 'settle.usage' });
+    throw err;
+  }
+}
+
+/** Re-labels an InputError from inside a document with where the document came from. */
+function withSource<T>(source: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof InputError && source) throw new InputError(`${source}: ${err.field}`, err.rule);
+    throw err;
+  }
+}
+
+function readJson(file: string, flag = 'FILE'): unknown {
+  const label = file === '-' ? 'stdin' : `${flag} ${file}`;
+  let text: string;
+  try {
+    text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    throw new InputError(label, `be a readable file (${(err as Error).message})`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new InputError(label, `be valid JSON (${(err as Error).message})`);
+  }
+}
+
+async function withCallStats<T>(fn: (stats: CallStats) => Promise<T>): Promise<T> {
+  const url = process.env.DATABASE_URL || readDevSettings()?.databaseUrl;
+  if (!url) throw new InputError('DATABASE_URL', 'be set (or run `settle dev`, whose settings the CLI then finds)');
+  const db = openDatabase(url, { max: 1 });
+  try {
+    return await fn(new CallStats(db));
+  } catch (err) {
+    if ((err as { code?: string }).code === '42P01') {
+      throw new Error('the database has no settle_tool_calls table yet: migrate it (a worker migrates on start, or run `node --import tsx workers/migrate.ts`)');
+    }
+    throw err;
+  } finally {
+    await db.destroy();
+  }
+}
+
+function parseIntegerFlag(flag: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < min || n > max) throw new InvalidArgumentError(`${flag} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+}
+
+function parseNumberFlag(flag: string, positive: boolean) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(n) || (positive && n <= 0)) {
+      throw new InvalidArgumentError(`${flag} must be a decimal number ${positive ? '> 0' : '≥ 0'} (e.g. 0.5)`);
+    }
+    return n;
+  };
+}
+
+/** A --since window: its length, and the text the user wrote for it. */
+interface Since {
+  ms: number;
+  text: string;
+}
+
+function parseSince(value: string): Since {
+  try {
+    return { ms: parseDurationMs(value, '--since'), text: value };
+  } catch (err) {
+    if (err instanceof InputError) throw new InvalidArgumentError(err.message);
+    throw err;
+  }
+}
+
+function windowText(since: Since | undefined): string {
+  return since === undefined ? 'all time' : `last ${since.text}`;
+}
+
+function percent(fraction: number): string {
+  return `${(fraction * 100).toFixed(2)} %`;
+}
+
+function fraction(x: number): string {
+  return x.toPrecision(4).replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');
+}
+
+function formatNumber(n: number, decimals = 0): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: decimals });
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
