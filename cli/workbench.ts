@@ -92,7 +92,7 @@ export function registerWorkbenchCommands(program: Command): void {
     .option('--json', 'JSON on stdout', false)
     .action(async function (this: Command, opts: { genTokens: number; maskMs: number; repairMs: number; tool?: string; since?: Since; json: boolean }) {
       await reportingUsage(this, async () => {
-        const pBreak = withSource('', () => breakEvenRate({ genTokens: opts.genTokens, maskMs: opts.maskMs, repairMs: opts.repairMs }));
+        const pBreak = breakEvenRate({ genTokens: opts.genTokens, maskMs: opts.maskMs, repairMs: opts.repairMs });
         let measured: ToolCallStats | undefined;
         if (opts.tool !== undefined) {
           const tool = opts.tool;
@@ -197,7 +197,7 @@ function withSource<T>(source: string, fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof InputError && source) throw new InputError(`${source}: ${err.field}`, err.rule);
+    if (err instanceof InputError) throw new InputError(`${source}: ${err.field}`, err.rule);
     throw err;
   }
 }

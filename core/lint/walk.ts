@@ -8,7 +8,7 @@ export type SchemaRole =
   | 'property'
   /** A value schema reached through `items`, `prefixItems`, `additionalProperties`, … */
   | 'value'
-  /** A branch of `anyOf`/`oneOf`/`allOf`, or `not`/`if`/`then`/`else`: adds to its parent. */
+  /** A branch of `anyOf`/`oneOf`/`allOf`, or `then`/`else`: adds to its parent. */
   | 'branch'
   /** A definition under `$defs`/`definitions`, reachable through `$ref`. */
   | 'definition';
@@ -24,7 +24,9 @@ export interface SchemaNode {
 
 const VALUE_KEYS = ['items', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'contains', 'propertyNames'] as const;
 const BRANCH_LIST_KEYS = ['anyOf', 'oneOf', 'allOf'] as const;
-const BRANCH_KEYS = ['not', 'if', 'then', 'else'] as const;
+// Not `not` and `if`: they test values rather than describe them (`not: {type: "string"}` is no
+// unbounded string), so the rules have nothing to say about them; the meta-schema still checks them.
+const BRANCH_KEYS = ['then', 'else'] as const;
 const MAP_KEYS = ['patternProperties', 'dependentSchemas'] as const;
 
 export function* walkSchema(schema: unknown, pointer: string, role: SchemaRole = 'root', name?: string): Generator<SchemaNode> {

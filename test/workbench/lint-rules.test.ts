@@ -109,6 +109,10 @@ describe('rule 3: bounded-types', () => {
     expect(findings(tool(closed({ x: schema })))).toEqual([]);
   });
 
+  it('ignores schemas that test rather than describe a value (not, if)', () => {
+    expect(findings(tool(closed({ x: { type: 'integer', minimum: 0, maximum: 9, not: { type: 'string' } } })))).toEqual([]);
+  });
+
   it('checks array items too', () => {
     expect(rulesAt(tool(closed({ x: { type: 'array', maxItems: 3, items: { type: 'string' } } })))).toEqual([['bounded-types', '/0/parameters/properties/x/items']]);
   });
@@ -173,6 +177,11 @@ describe('rule 5: discriminated-unions', () => {
     const viaRef = closed({ target: { oneOf: [{ $ref: '#/$defs/file' }, { $ref: '#/$defs/dir' }] } }, { $defs: { file, dir } });
     expect(findings(tool(viaRef))).toEqual([]);
     expect(findings(tool(closed({ name: { anyOf: [short, { type: 'null' }] } })))).toEqual([]);
+  });
+
+  it('is silent on a tagged union at the root: the branches declare, close and require the properties', () => {
+    expect(findings(tool({ type: 'object', required: ['kind'], oneOf: [file, dir] }))).toEqual([]);
+    expect(rulesAt(tool({ type: 'object', oneOf: [closed({ path: short }), closed({ url: short })] }))).toEqual([['discriminated-unions', '/0/parameters/oneOf']]);
   });
 });
 

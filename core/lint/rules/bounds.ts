@@ -16,7 +16,7 @@ const COMPOSED = ['$ref', '$dynamicRef', 'anyOf', 'oneOf', 'allOf', 'not', 'if',
 export const checkBounds: NodeRule = (n, ctx) => {
   const valuePosition = n.role === 'property' || n.role === 'value';
   if (typeof n.node === 'boolean') {
-    return n.node && valuePosition && !n.pointer.endsWith('/additionalProperties')
+    return n.node && valuePosition && !/\/(additionalProperties|unevaluatedProperties)$/.test(n.pointer)
       ? [finding(ctx, 'error', 'bounded-types', n.pointer, 'schema is `true`: any JSON value passes', 'give it a type and a bound')]
       : [];
   }
@@ -25,7 +25,7 @@ export const checkBounds: NodeRule = (n, ctx) => {
   const types = declaredTypes(s);
   if (types.length === 0) {
     // additionalProperties schemas are reported as bags by the objects rule.
-    if (!valuePosition || n.pointer.endsWith('/additionalProperties') || COMPOSED.some((k) => k in s)) return [];
+    if (!valuePosition || /\/(additionalProperties|unevaluatedProperties)$/.test(n.pointer) || COMPOSED.some((k) => k in s)) return [];
     return [finding(ctx, 'error', 'bounded-types', n.pointer, 'declares no type: any JSON value passes', 'give it a "type" and a bound (e.g. "type": "string", "maxLength": 1024)')];
   }
   const out = [];

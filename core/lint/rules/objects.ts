@@ -40,6 +40,8 @@ export const checkObjects: NodeRule = (n, ctx) => {
     ];
   }
   if (extra === false || s.unevaluatedProperties === false) return [];
+  // `{"type": "object", "oneOf": [...]}`: the branches declare (and close) the properties.
+  if (!hasProperties && hasComposition(s)) return [];
   if (!hasProperties) {
     return [
       finding(ctx, 'error', 'untyped-bag', n.pointer, 'object declares no properties and is not closed: any keys pass', 'declare its fields as typed properties and ' + CLOSE_HINT + ' (a tool without arguments: "properties": {}, "additionalProperties": false)'),

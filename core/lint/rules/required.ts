@@ -18,7 +18,9 @@ export const checkRequired: NodeRule = (n, ctx) => {
   const properties = isObject(s.properties) ? s.properties : {};
   const required = Array.isArray(s.required) ? s.required : [];
   const out = [];
-  for (const [i, name] of required.entries()) {
+  // With no own properties but branches (`oneOf`, `$ref`, …), the names are declared there.
+  const composed = ['$ref', 'anyOf', 'oneOf', 'allOf'].some((k) => k in s);
+  for (const [i, name] of (isObject(s.properties) || !composed ? required : []).entries()) {
     if (typeof name === 'string' && !Object.prototype.hasOwnProperty.call(properties, name)) {
       out.push(
         finding(ctx, 'error', 'required-fields', appendPointer(n.pointer, 'required', i), `required names ${JSON.stringify(name)}, which is not among the properties`, `declare ${JSON.stringify(name)} under properties, or remove it from required`),
