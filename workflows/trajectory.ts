@@ -61,9 +61,12 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   const state = new TrajectoryState(input.carried);
   const ctx: CallContext = { trajectoryId, input, state };
   // Mutated by update handlers; an object so the compiler does not narrow it to its initial value.
-  const control: { finish: FinishInput | null; runningTurns: number } = { finish: null, runningTurns: 0 };
-  // Turns run one at a time, in arrival order, even when updates arrive together.
-  let turnChain: Promise<unknown> = Promise.resolve();
+  const control: { finish: FinishInput | null; runningTurns: number; nextTicket: number; serving: number } = {
+    finish: null,
+    runningTurns: 0,
+    nextTicket: 0,
+    serving: 0,
+  };
 
   setHandler(callsQuery, () => state.reports);
   setHandler(waitingForQuery, () => state.waitingFor);
@@ -92,16 +95,21 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   );
   setHandler(
     runTurnUpdate,
-    (t) => {
+    async (t) => {
+      // Turns run one at a time, in arrival order: each handler waits for its ticket. (Chaining
+      // one handler's work onto a previous handler's promise does not replay deterministically.)
+      const ticket = control.nextTicket++;
       control.runningTurns++;
-      const result = turnChain.then(async () => {
+      try {
+        await condition(() => control.serving === ticket);
         const calls: CallReport[] = [];
         for (const call of t.calls) calls.push(await runCall(ctx, t.turn, call));
         state.turnsDone.add(t.turn);
         return { turn: t.turn, calls };
-      });
-      turnChain = result.catch(() => undefined).finally(() => control.runningTurns--);
-      return result;
+      } finally {
+        control.serving++;
+        control.runningTurns--;
+      }
     },
     { validator: (t) => validateTurn(t, control.finish) },
   );
