@@ -10,6 +10,7 @@ import type { CallOutcome, RecordState } from '../core/records';
 import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
 import type { EndpointStore } from './store/endpoint-store';
+import { CallStats, type ProposedCall as RecordedProposal } from './store/call-stats';
 import { applyProbe, runSettled } from './settled/run-settled';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
@@ -59,7 +60,13 @@ export interface ActivityDeps {
 }
 
 export function createActivities({ store, identity }: ActivityDeps) {
+  const callStats = new CallStats(store.db);
   return {
+    /** Counts a proposed call and, if malformed, the rule it broke (idempotent: retries count once). */
+    async recordProposedCall(call: RecordedProposal): Promise<void> {
+      await callStats.recordProposedCall(call);
+    },
+
     /** Runs one attempt at one logical call through its endpoint record. */
     async executeToolCall(input: ToolCallInput): Promise<CallOutcome<Observation>> {
       const ctx = Context.current();

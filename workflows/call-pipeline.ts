@@ -7,7 +7,7 @@
  * Nothing here ever guesses about an effect it cannot see: an IN_DOUBT call is probed before any
  * retry, and a probe that cannot tell leaves the call waiting for an operator.
  */
-import { condition, proxyActivities, sleep } from '@temporalio/workflow';
+import { condition, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { failed } from '../core/observation';
@@ -24,7 +24,10 @@ const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 const MAX_NOT_EXECUTED = 5;
 const LEVEL_ORDER: SideEffectLevel[] = ['A0', 'A1', 'A2', 'A3'];
 
-const { probeToolCall, settleByOperator, runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
+/** Patch id: proposed calls are counted per tool (malformed-call rate). Histories before it have no such activity. */
+export const PATCH_RECORD_PROPOSED_CALLS = 'record-proposed-calls-v1';
+
+const { probeToolCall, settleByOperator, runReadOnlyTool, lookupRecord, recordProposedCall } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
@@ -73,11 +76,13 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
     key = deriveKey({ trajectoryId, turn, callId: call.call_id, tool: call.tool, args });
   } catch (err) {
     if (!(err instanceof InputError)) throw err;
+    await countProposal(ctx, turn, call, { field: err.field, rule: err.rule });
     report.resolution = 'invalid';
     report.state = 'NO_RECORD';
     report.observation = failed(`invalid call: ${err.message}`);
     return report;
   }
+  await countProposal(ctx, turn, call, null);
   report.key = key;
   state.argsByKey.set(key, args);
   const summary = `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…`;
@@ -110,6 +115,15 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
   // 5. Settled execution.
   await executeSettled(ctx, report, key, args, summary, approval);
   return report;
+}
+
+/**
+ * Counts a proposal from a model or orchestrator (not the runtime's own compensations) for the
+ * per-tool malformed-call rate. Gated by a patch: trajectories recorded before it replay as they ran.
+ */
+export async function countProposal(ctx: CallContext, turn: number, call: ProposedCall, issue: { field: string; rule: string } | null): Promise<void> {
+  if (call.call_id.endsWith('#compensate') || !patched(PATCH_RECORD_PROPOSED_CALLS)) return;
+  await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
 
 async function awaitApproval(ctx: CallContext, report: CallReport, key: string, summary: string) {

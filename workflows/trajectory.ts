@@ -25,7 +25,7 @@ import { failed, type Observation } from '../core/observation';
 import { CATALOG, isToolName, publishedCatalog, type SideEffectLevel } from '../core/tools/catalog';
 import { compensationCallId, compensationFor } from '../core/tools/compensation';
 import type { SettleActivities } from '../activities/index';
-import { applyOperatorVerdict, runCall, type CallContext } from './call-pipeline';
+import { applyOperatorVerdict, countProposal, runCall, type CallContext } from './call-pipeline';
 import {
   approveCallUpdate,
   callsQuery,
@@ -214,6 +214,7 @@ async function driveByModel(ctx: CallContext, input: TrajectoryInput): Promise<{
         const proposed: ProposedCall = { call_id: c.id, tool: c.function.name, args: args as Record<string, unknown> };
         observation = (await runCall(ctx, turn, proposed)).observation ?? failed('no observation');
       } else {
+        await countProposal(ctx, turn, { call_id: c.id, tool: c.function.name, args: {} }, { field: 'args', rule: 'be valid JSON' });
         ctx.state.reports.push({
           turn,
           callId: c.id,

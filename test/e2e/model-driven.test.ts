@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SettleClient } from '../../client/index';
 import { publishedCatalog } from '../../core/tools/catalog';
 import { startChatServer } from '../support/chat-server';
-import { startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
+import { sql } from 'kysely';
+import { openTestDb, startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
 
 let worker: RunningWorker;
 let settle: SettleClient;
@@ -59,6 +60,16 @@ describe('model-driven trajectory', () => {
       expect(validation).toMatchObject({ role: 'tool', tool_call_id: 'call_a' });
       expect(JSON.parse(validation.content).error).toBe('invalid call: args.new_str must be present (required, a string)');
       expect(JSON.parse(third!.body.messages.at(-1).content)).toMatchObject({ output: `replaced 1 block in ${file}`, exit_status: 0 });
+
+      // Every proposal is counted per tool, the malformed one with the field and rule it broke.
+      const db = openTestDb(1);
+      const rows = await sql<{ call_id: string; tool: string; valid: boolean; field: string | null }>`
+        select call_id, tool, valid, field from settle_tool_calls where trajectory_id = ${id} order by call_id`.execute(db);
+      await db.destroy();
+      expect(rows.rows).toEqual([
+        { call_id: 'call_a', tool: 'file_edit', valid: false, field: 'args.new_str' },
+        { call_id: 'call_b', tool: 'file_edit', valid: true, field: null },
+      ]);
 
       // The API key never entered workflow history; only the variable's name did.
       const history = JSON.stringify(await settle.handle(id).fetchHistory());
