@@ -11,6 +11,12 @@ import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
 import type { EndpointStore } from './store/endpoint-store';
 import { CallStats, type ProposedCall as RecordedProposal } from './store/call-stats';
+import { BudgetStore } from './capability/budget-store';
+import { authorize } from './capability/authorize';
+import { attenuate, type Attenuation } from './capability/attenuate';
+import type { KeyRing } from './capability/keyring';
+import { accessFor } from '../core/capability/access';
+import type { ChildRequest } from '../core/capability/rules';
 import { applyProbe, runSettled } from './settled/run-settled';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
@@ -30,13 +36,20 @@ export interface ToolCallInput {
   network?: boolean;
   /** For A3 calls: the approval, recorded on the claim event. */
   approval?: { approver: string; reason: string };
+  /** The trajectory's signed capability; checked here at every access. */
+  capability?: unknown;
 }
 
 export interface ReadOnlyCallInput {
   tool: string;
   args: Record<string, unknown>;
   workspace: string;
+  /** The call's idempotency key (charges the capability budget once). */
+  key?: string;
+  capability?: unknown;
 }
+
+export type ReadOnlyResult = { kind: 'observed'; observation: Observation } | { kind: 'denied'; component: string; reason: string };
 
 export interface ProbeReport {
   verdict: 'applied' | 'not_applied' | 'unknown';
@@ -57,11 +70,42 @@ export interface ActivityDeps {
   store: EndpointStore;
   /** Worker identity, recorded as the holder of claims. */
   identity: string;
+  /** Capability keys (SETTLE_CAP_KEYS); without them, calls that carry a capability are denied. */
+  keyRing?: KeyRing | null;
 }
 
-export function createActivities({ store, identity }: ActivityDeps) {
+export function createActivities({ store, identity, keyRing = null }: ActivityDeps) {
   const callStats = new CallStats(store.db);
+  const budgets = new BudgetStore(store.db);
+
+  /** Checks the capability (if the trajectory holds one) for this access, in the activity. */
+  async function checkAccess(
+    capability: unknown,
+    tool: string,
+    args: Record<string, unknown>,
+    workspace: string,
+    key: string,
+    audience: string,
+  ): Promise<{ denied: { component: string; reason: string } | null; network: boolean | null }> {
+    if (capability === undefined || capability === null) return { denied: null, network: null };
+    if (!keyRing) return { denied: { component: 'kid', reason: 'this worker holds no capability keys (SETTLE_CAP_KEYS is unset)' }, network: false };
+    const access = accessFor(tool, args, workspace);
+    const { verdict, network } = await authorize(capability, { ...access, audience, nowMs: Date.now(), key }, { ring: keyRing, budgets });
+    return verdict.allowed ? { denied: null, network } : { denied: { component: verdict.component, reason: verdict.reason }, network: false };
+  }
+
   return {
+    /** Signs a child's capability, attenuated from the parent's, and reserves its budget. */
+    async attenuateCapability(input: { parent: unknown; child: ChildRequest }): Promise<Attenuation> {
+      if (!keyRing) return { ok: false, component: 'kid', reason: 'this worker holds no capability keys (SETTLE_CAP_KEYS is unset)' };
+      return attenuate(input.parent, input.child, Context.current().info.workflowExecution?.workflowId ?? '', { ring: keyRing, budgets });
+    },
+
+    /** A sub-agent ended: its unspent budget returns to the parent. */
+    async closeChildBudget(input: { digest: string }): Promise<void> {
+      await budgets.closeChild(input.digest);
+    },
+
     /** Counts a proposed call and, if malformed, the rule it broke (idempotent: retries count once). */
     async recordProposedCall(call: RecordedProposal): Promise<void> {
       await callStats.recordProposedCall(call);
@@ -79,11 +123,13 @@ export function createActivities({ store, identity }: ActivityDeps) {
       if (key !== input.key) {
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, 'SettleKeyMismatch');
       }
+      const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
+      if (access.denied) return { kind: 'denied', ...access.denied };
       return runSettled(
         store,
         tool,
         { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
-        { workspace: input.workspace, network: input.network ?? false },
+        { workspace: input.workspace, network: access.network ?? input.network ?? false },
         {
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
@@ -105,9 +151,12 @@ export function createActivities({ store, identity }: ActivityDeps) {
     },
 
     /** Runs an A0 (read-only) call: no endpoint record, a retry just reads again. */
-    async runReadOnlyTool(input: ReadOnlyCallInput): Promise<Observation> {
+    async runReadOnlyTool(input: ReadOnlyCallInput): Promise<ReadOnlyResult> {
       const { tool, args } = checkedCall(input.tool, input.args, 'read-only');
-      return boundObservation(await tool.run(args, { workspace: input.workspace }));
+      const audience = Context.current().info.workflowExecution?.workflowId ?? '';
+      const access = await checkAccess(input.capability, input.tool, args, input.workspace, input.key ?? `${audience}:${Context.current().info.activityId}`, audience);
+      if (access.denied) return { kind: 'denied', ...access.denied };
+      return { kind: 'observed', observation: boundObservation(await tool.run(args, { workspace: input.workspace })) };
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (DESIGN.md §3). */

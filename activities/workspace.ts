@@ -31,7 +31,8 @@ export async function resolveInWorkspace(workspaceRoot: string, requested: strin
   return real;
 }
 
-async function realpathOfNearestExisting(p: string, field: string): Promise<string> {
+/** The real path of `p`, or for a path still to be created, of its nearest existing ancestor plus the rest. */
+export async function realpathOfNearestExisting(p: string, field: string): Promise<string> {
   const rest: string[] = [];
   let current = p;
   while (true) {

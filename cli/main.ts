@@ -10,6 +10,7 @@ import { isRecordState, RECORD_STATES } from '../core/records';
 import { UsageError } from './usage-error';
 import { withStore } from './connections';
 import { registerTrajectoryCommands } from './trajectory-commands';
+import { registerCapabilityCommands } from './cap-commands';
 import { registerWorkbenchCommands } from './workbench';
 
 
@@ -187,6 +188,7 @@ function withField<T>(fn: () => T, flags: Record<string, string>): T {
 }
 
 registerTrajectoryCommands(program);
+registerCapabilityCommands(program);
 
 registerWorkbenchCommands(program);
 

@@ -36,4 +36,6 @@ export type CallOutcome<R = unknown> =
   /** Another executor holds a live lease: retry later. */
   | { kind: 'busy'; generation: number; leaseUntil: string }
   /** The tool proved nothing happened; the record is NOT_EXECUTED and may be claimed again. */
-  | { kind: 'released'; generation: number; detail: string };
+  | { kind: 'released'; generation: number; detail: string }
+  /** The capability does not allow this access: nothing was claimed or touched. */
+  | { kind: 'denied'; component: string; reason: string };

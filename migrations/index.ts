@@ -5,10 +5,12 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001_endpoint_records';
 import * as m0002 from './0002_malformed_calls';
+import * as m0003 from './0003_capability_budgets';
 
 export const migrations: Record<string, Migration> = {
   '0001_endpoint_records': m0001,
   '0002_malformed_calls': m0002,
+  '0003_capability_budgets': m0003,
 };
 
 export const migrationProvider: MigrationProvider = {

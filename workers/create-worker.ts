@@ -8,6 +8,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import { createActivities } from '../activities/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
+import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 
 export const DEFAULT_TASK_QUEUE = 'settle';
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -20,6 +21,8 @@ export interface SettleWorkerOptions {
   /** A pre-built bundle (tests bundle once per run); otherwise workflows are bundled at start. */
   workflowBundle?: { code: string } | { codePath: string };
   identity?: string;
+  /** Capability keys; default: SETTLE_CAP_KEYS when set (invalid keys fail the start). */
+  keyRing?: KeyRing | null;
 }
 
 export interface SettleWorker {
@@ -38,7 +41,11 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     identity,
-    activities: createActivities({ store: new EndpointStore(db), identity }),
+    activities: createActivities({
+      store: new EndpointStore(db),
+      identity,
+      keyRing: options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null,
+    }),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
   };
   let worker: Worker;

@@ -10,11 +10,15 @@
 import { condition, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
-import { failed } from '../core/observation';
+import { failed, type Observation } from '../core/observation';
+import { accessFor } from '../core/capability/access';
+import { checkBody } from '../core/capability/rules';
+import { SPAWN_SUBAGENT, SpawnSubagentArgs } from '../core/capability/subagent';
+import { spawnSubagent } from './subagent';
 import type { RecordStateOrUnseen } from '../core/records';
 import { CATALOG, isToolName, type SideEffectLevel } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
-import type { SettleActivities } from '../activities/index';
+import type { ReadOnlyResult, SettleActivities } from '../activities/index';
 import type { CallReport, ProposedCall, TrajectoryInput } from './definitions';
 import type { TrajectoryState } from './trajectory-state';
 
@@ -63,6 +67,25 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
   };
   state.reports.push(report);
 
+  // Sub-agents: a child workflow with an attenuated capability (workflows/subagent.ts).
+  if (call.tool === SPAWN_SUBAGENT) {
+    let spawnArgs: SpawnSubagentArgs;
+    try {
+      spawnArgs = parseArgs(SpawnSubagentArgs, call.args);
+      report.key = deriveKey({ trajectoryId, turn, callId: call.call_id, tool: call.tool, args: spawnArgs as Record<string, unknown> });
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      await countProposal(ctx, turn, call, { field: err.field, rule: err.rule });
+      report.resolution = 'invalid';
+      report.state = 'NO_RECORD';
+      report.observation = failed(`invalid call: ${err.message}`);
+      return report;
+    }
+    await countProposal(ctx, turn, call, null);
+    report.level = 'A2';
+    return spawnSubagent(ctx, report, spawnArgs);
+  }
+
   // 1. Validate: a malformed call becomes an observation naming the field and rule.
   let args: Record<string, unknown>;
   let key: string;
@@ -87,13 +110,25 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
   state.argsByKey.set(key, args);
   const summary = `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…`;
 
+  // Capability pre-check on the token's unsigned fields (cheap, no activity). The activity
+  // checks again with the signature, symlinks and budget: it decides, not this.
+  if (input.capability) {
+    const access = accessFor(call.tool, args, input.workspace);
+    const verdict = checkBody(input.capability.body, { ...access, audience: trajectoryId, nowMs: Date.now() });
+    if (!verdict.allowed) return deniedByCapability(report, verdict.component, verdict.reason);
+  }
+
   // 3. Read-only (A0): no endpoint record, a retry simply reads again.
   if (report.level === 'A0') {
     report.attempts++;
-    report.observation = await runReadOnlyTool.executeWithOptions(
+    const result = await runReadOnlyTool.executeWithOptions(
       { startToCloseTimeout: '1 minute', retry: { initialInterval: '1 second', maximumAttempts: 5 }, summary },
-      [{ tool: call.tool, args, workspace: input.workspace }],
+      [{ tool: call.tool, args, workspace: input.workspace, key, ...(input.capability ? { capability: input.capability } : {}) }],
     );
+    // Histories recorded before capabilities carry a bare observation.
+    const outcome: ReadOnlyResult = 'kind' in result ? result : { kind: 'observed', observation: result as Observation };
+    if (outcome.kind === 'denied') return deniedByCapability(report, outcome.component, outcome.reason);
+    report.observation = outcome.observation;
     report.state = 'NO_RECORD';
     report.resolution = 'read';
     return report;
@@ -114,6 +149,13 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
 
   // 5. Settled execution.
   await executeSettled(ctx, report, key, args, summary, approval);
+  return report;
+}
+
+function deniedByCapability(report: CallReport, component: string, reason: string): CallReport {
+  report.resolution = 'denied';
+  report.state = 'NO_RECORD';
+  report.observation = failed(`denied by capability (${component}): ${reason}`);
   return report;
 }
 
@@ -195,6 +237,7 @@ async function executeSettled(
           leaseMs,
           network: input.network ?? false,
           ...(approval ? { approval } : {}),
+          ...(input.capability ? { capability: input.capability } : {}),
         },
       ],
     );
@@ -213,6 +256,9 @@ async function executeSettled(
       case 'released':
         report.state = 'NOT_EXECUTED';
         await retryOrGiveUp(outcome.detail);
+        break;
+      case 'denied':
+        deniedByCapability(report, outcome.component, outcome.reason);
         break;
       case 'in_doubt': {
         report.state = 'IN_DOUBT';

@@ -7,6 +7,7 @@ import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
 import type { SideEffectLevel } from '../core/tools/catalog';
 import type { ModelConfig } from '../core/model/chat';
+import type { CapabilityToken } from '../core/capability/token';
 
 import type { ProposedCall } from '../core/calls';
 export type { ProposedCall };
@@ -39,6 +40,11 @@ export interface TrajectoryInput {
   levelOverrides?: Record<string, SideEffectLevel>;
   /** Parent trajectory id, for sub-agents (shown as a search attribute). */
   parentTrajectoryId?: string;
+  /**
+   * The trajectory's signed capability (`settle cap mint`). Every call is checked against it in
+   * the activity; without one, calls are unrestricted within the workspace (development only).
+   */
+  capability?: CapabilityToken;
   /** Continue-as-new once history passes this many events (default: when Temporal suggests it). */
   maxHistoryEvents?: number;
   /** State carried across continue-as-new; never set by callers. */

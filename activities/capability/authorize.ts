@@ -1,0 +1,67 @@
+/**
+ * The capability check at every access, in the activity (DESIGN.md §5): format, key id,
+ * signature (constant time), audience = the executing workflow id, expiry on this worker's
+ * clock, right, objects (segment-wise, NFC, then symlinks resolved), per-call cost, and the
+ * budget — charged once per call key in Postgres.
+ */
+import fs from 'node:fs/promises';
+import { checkBody, parseObject, type AccessRequest, type Verdict } from '../../core/capability/rules';
+import { CapabilityToken, tokenDigest } from '../../core/capability/token';
+import { isWithin } from '../../core/paths';
+import { InputError } from '../../core/errors';
+import { realpathOfNearestExisting } from '../workspace';
+import type { BudgetStore } from './budget-store';
+import type { KeyRing } from './keyring';
+import { verifySignature } from './signer';
+
+export interface Authorization {
+  verdict: Verdict;
+  /** Whether the sandbox may use the network (the token grants `connect`). */
+  network: boolean;
+}
+
+export async function authorize(
+  rawToken: unknown,
+  request: AccessRequest & { key: string },
+  deps: { ring: KeyRing; budgets: BudgetStore | null },
+): Promise<Authorization> {
+  const parsed = CapabilityToken.safeParse(rawToken);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return { verdict: { allowed: false, component: 'format', reason: `capability.${issue.path.join('.')}: ${issue.message}` }, network: false };
+  }
+  const token = parsed.data;
+  const signature = verifySignature(token, deps.ring);
+  if (!signature.allowed) return { verdict: signature, network: false };
+  const body = checkBody(token.body, request);
+  if (!body.allowed) return { verdict: body, network: false };
+  if (request.target.kind === 'path') {
+    const symlinks = await withinAfterSymlinks(request.target.path, token.body.objects);
+    if (!symlinks.allowed) return { verdict: symlinks, network: false };
+  }
+  if (deps.budgets) {
+    const digest = tokenDigest(token);
+    if (token.body.depth === 0) await deps.budgets.ensure(digest, token.body.aud, token.body.pred.budget);
+    const charge = await deps.budgets.charge(digest, request.key, request.cost);
+    if (charge === 'exhausted') return { verdict: { allowed: false, component: 'budget', reason: `budget of ${token.body.pred.budget} exhausted` }, network: false };
+  }
+  return { verdict: { allowed: true }, network: token.body.rights.includes('connect') };
+}
+
+/** The real target (symlinks resolved; nearest existing ancestor for a new file) must stay inside a real object. */
+async function withinAfterSymlinks(target: string, objects: string[]): Promise<Verdict> {
+  let real: string;
+  try {
+    real = await realpathOfNearestExisting(target.normalize('NFC'), 'target');
+  } catch (err) {
+    if (err instanceof InputError) return { allowed: false, component: 'objects', reason: err.message };
+    throw err;
+  }
+  for (const o of objects) {
+    const parsed = parseObject(o);
+    if (parsed.kind !== 'path') continue;
+    const realObject = await fs.realpath(parsed.path).catch(() => parsed.path);
+    if (isWithin(real, realObject)) return { allowed: true };
+  }
+  return { allowed: false, component: 'objects', reason: `${target} resolves to ${real}, outside ${objects.join(', ')}` };
+}

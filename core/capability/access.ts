@@ -1,0 +1,30 @@
+/**
+ * What each tool call asks of a capability: the right, the target and the cost (DESIGN.md §5).
+ * file_view and grep_search read; file_edit writes; bash_execute executes in the workspace; the
+ * sandbox gets the network only with the `connect` right.
+ */
+import type { Right } from './token';
+import type { Target } from './rules';
+
+/** Cost units charged per tool call against the capability's budget and per-call ceiling. */
+export const COST_PER_CALL = 1;
+
+export interface Access {
+  op: Right;
+  target: Target;
+  cost: number;
+}
+
+export function accessFor(tool: string, args: Record<string, unknown>, workspace: string): Access {
+  switch (tool) {
+    case 'file_view':
+    case 'grep_search':
+      return { op: 'read', target: { kind: 'path', path: String(args.path) }, cost: COST_PER_CALL };
+    case 'file_edit':
+      return { op: 'write', target: { kind: 'path', path: String(args.path) }, cost: COST_PER_CALL };
+    case 'bash_execute':
+      return { op: 'exec', target: { kind: 'path', path: workspace }, cost: COST_PER_CALL };
+    default:
+      throw new Error(`no capability mapping for tool ${tool}`);
+  }
+}

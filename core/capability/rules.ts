@@ -1,0 +1,135 @@
+/**
+ * The pure rules of capabilities (DESIGN.md §5): what a token allows, and what a child may be
+ * given. Signature, key id, symlinks and budget need the runtime (activities/capability/);
+ * everything decidable from the body alone is here, shared by workflow pre-checks and activities.
+ */
+import { canonicalPath, isWithin } from '../paths';
+import { InputError } from '../errors';
+import type { CapabilityBody, Right } from './token';
+
+/** The component of C = (R, O, P, E) (plus signature, key and audience) that decided a denial. */
+export type Component = 'signature' | 'kid' | 'audience' | 'rights' | 'objects' | 'cost' | 'budget' | 'expiry' | 'format';
+
+export type Verdict = { allowed: true } | { allowed: false; component: Component; reason: string };
+
+export type Target = { kind: 'path'; path: string } | { kind: 'host'; host: string } | { kind: 'repo'; repo: string };
+
+export interface AccessRequest {
+  op: Right;
+  target: Target;
+  cost: number;
+  /** The executing trajectory (workflow id from the activity context, never from arguments). */
+  audience: string;
+  nowMs: number;
+}
+
+const deny = (component: Component, reason: string): Verdict => ({ allowed: false, component, reason });
+
+/** Every check that needs only the body. The caller adds signature, key id, symlinks and budget. */
+export function checkBody(body: CapabilityBody, req: AccessRequest): Verdict {
+  if (body.aud !== req.audience) return deny('audience', `issued to ${JSON.stringify(body.aud)}, used by ${JSON.stringify(req.audience)}`);
+  if (req.nowMs >= body.exp) return deny('expiry', `expired at ${new Date(body.exp).toISOString()}`);
+  if (!body.rights.includes(req.op)) return deny('rights', `${req.op} is not among ${body.rights.join(', ')}`);
+  if (!Number.isFinite(req.cost) || req.cost < 0) return deny('cost', `cost must be a number ≥ 0 (got ${req.cost})`);
+  if (req.cost > body.pred.max_cost) return deny('cost', `cost ${req.cost} exceeds the per-call ceiling ${body.pred.max_cost}`);
+  let contained: boolean;
+  try {
+    contained = body.objects.some((o) => objectContains(o, req.target));
+  } catch (err) {
+    if (err instanceof InputError) return deny('objects', err.message);
+    throw err;
+  }
+  if (!contained) return deny('objects', `${describeTarget(req.target)} is not within ${body.objects.join(', ')}`);
+  return { allowed: true };
+}
+
+/** Whether the typed object (`path:/ws`, `host:example.com`, `repo:owner[/name]`) contains the target. */
+export function objectContains(object: string, target: Target): boolean {
+  const parsed = parseObject(object);
+  if (parsed.kind !== target.kind) return false;
+  switch (parsed.kind) {
+    case 'path':
+      // Segment-wise on canonical NFC paths: /work never contains /workspace.
+      return isWithin(canonicalPath((target as { path: string }).path, 'target'), parsed.path);
+    case 'host': {
+      const host = canonicalHost((target as { host: string }).host, 'target');
+      return host === parsed.host || host.endsWith(`.${parsed.host}`);
+    }
+    case 'repo': {
+      const repo = canonicalRepo((target as { repo: string }).repo, 'target');
+      return repo === parsed.repo || repo.startsWith(`${parsed.repo}/`);
+    }
+  }
+}
+
+export function parseObject(object: string, field = 'object'): Target & ({ kind: 'path'; path: string } | { kind: 'host'; host: string } | { kind: 'repo'; repo: string }) {
+  const colon = object.indexOf(':');
+  const kind = object.slice(0, colon);
+  const value = object.slice(colon + 1);
+  switch (kind) {
+    case 'path':
+      return { kind, path: canonicalPath(value, field) };
+    case 'host':
+      return { kind, host: canonicalHost(value, field) };
+    case 'repo':
+      return { kind, repo: canonicalRepo(value, field) };
+    default:
+      throw new InputError(field, `be path:/abs/dir, host:example.com or repo:owner/name (got ${JSON.stringify(object)})`);
+  }
+}
+
+/** Lowercase DNS name of letters, digits and hyphens; no empty labels, no trailing dot. */
+export function canonicalHost(host: string, field: string): string {
+  const h = host.toLowerCase();
+  if (h.length > 253 || !/^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/.test(h)) {
+    throw new InputError(field, `be a host name of letters, digits, hyphens and dots (got ${JSON.stringify(host)})`);
+  }
+  return h;
+}
+
+/** `owner` or `owner/name`, GitHub-style characters, compared case-insensitively. */
+export function canonicalRepo(repo: string, field: string): string {
+  const r = repo.toLowerCase();
+  if (!/^[a-z0-9][a-z0-9-]{0,38}(\/[a-z0-9._-]{1,100})?$/.test(r) || r.endsWith('/.') || r.endsWith('/..')) {
+    throw new InputError(field, `be owner or owner/name (got ${JSON.stringify(repo)})`);
+  }
+  return r;
+}
+
+export interface ChildRequest {
+  aud: string;
+  rights: Right[];
+  objects: string[];
+  max_cost: number;
+  budget: number;
+  exp: number;
+}
+
+/**
+ * Attenuation refuses any component wider than the parent's (R_c ⊆ R_p, every child object
+ * within a parent object, P_c ⇒ P_p, E_c ≤ E_p). Budget against the parent's *remaining*
+ * budget is checked where the budget lives (Postgres), atomically with the reservation.
+ */
+export function attenuationVerdict(parent: CapabilityBody, child: ChildRequest): Verdict {
+  const extra = child.rights.filter((r) => !parent.rights.includes(r));
+  if (extra.length) return deny('rights', `the child asks for ${extra.join(', ')}, which the parent does not hold`);
+  for (const o of child.objects) {
+    let target: Target;
+    try {
+      target = parseObject(o, 'objects');
+    } catch (err) {
+      if (err instanceof InputError) return deny('objects', err.message);
+      throw err;
+    }
+    if (!parent.objects.some((p) => objectContains(p, target))) return deny('objects', `${o} is not within the parent's ${parent.objects.join(', ')}`);
+  }
+  if (child.max_cost > parent.pred.max_cost) return deny('cost', `per-call ceiling ${child.max_cost} exceeds the parent's ${parent.pred.max_cost}`);
+  if (child.budget > parent.pred.budget) return deny('budget', `budget ${child.budget} exceeds the parent's ${parent.pred.budget}`);
+  if (child.exp > parent.exp) return deny('expiry', `expiry ${new Date(child.exp).toISOString()} is later than the parent's ${new Date(parent.exp).toISOString()}`);
+  if (parent.depth >= 16) return deny('format', 'the delegation chain is at its maximum depth (16)');
+  return { allowed: true };
+}
+
+function describeTarget(t: Target): string {
+  return t.kind === 'path' ? `path ${t.path}` : t.kind === 'host' ? `host ${t.host}` : `repo ${t.repo}`;
+}

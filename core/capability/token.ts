@@ -1,0 +1,67 @@
+/**
+ * Capabilities C = (R, O, P, E) as signed JSON tokens (DESIGN.md §5).
+ *
+ *   token = { body, sig }     sig = base64url HMAC-SHA-256(key[kid], JCS(body))
+ *
+ * The body names the trajectory it was issued to (`aud`), the key that signed it (`kid`), its
+ * parent token's digest and its depth (sub-agent chain). Pure: schemas, canonical bytes and
+ * digests only. Signing and verifying need the key ring and live in activities/capability/.
+ */
+import { z } from 'zod';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { canonicalJson } from '../jcs';
+
+export const RIGHTS = ['read', 'write', 'exec', 'connect'] as const;
+export type Right = (typeof RIGHTS)[number];
+
+/** Typed object prefixes: `path:/abs/dir`, `host:example.com`, `repo:owner/name` (or `repo:owner`). */
+export const ObjectSpec = z
+  .string()
+  .min(6)
+  .max(1100)
+  .regex(/^(path|host|repo):.+$/, 'be a typed object such as path:/abs/dir, host:example.com or repo:owner/name');
+
+export const CapabilityBody = z
+  .object({
+    v: z.literal(1),
+    kid: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/),
+    aud: z.string().min(1).max(255),
+    rights: z.array(z.enum(RIGHTS)).min(1).max(4),
+    objects: z.array(ObjectSpec).min(1).max(64),
+    pred: z
+      .object({
+        /** Ceiling on one call's cost, in cost units. */
+        max_cost: z.number().int().min(0).max(1_000_000_000),
+        /** Total the trajectory (and its sub-agents) may spend, in cost units. */
+        budget: z.number().int().min(0).max(1_000_000_000_000),
+      })
+      .strict(),
+    /** Expiry, epoch milliseconds. */
+    exp: z.number().int().min(0).max(8.64e15),
+    /** Digest of the parent token; null for a root capability. */
+    parent: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+    depth: z.number().int().min(0).max(16),
+  })
+  .strict();
+
+export type CapabilityBody = z.output<typeof CapabilityBody>;
+
+export const CapabilityToken = z
+  .object({
+    body: CapabilityBody,
+    sig: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'be a base64url HMAC-SHA-256 (43 characters)'),
+  })
+  .strict();
+
+export type CapabilityToken = z.output<typeof CapabilityToken>;
+
+/** The exact bytes that are signed. */
+export function signingInput(body: CapabilityBody): Uint8Array {
+  return new TextEncoder().encode(canonicalJson(body));
+}
+
+/** Names a token (budget accounting, parent links): hex SHA-256 of JCS of the whole token. */
+export function tokenDigest(token: CapabilityToken): string {
+  return bytesToHex(sha256(new TextEncoder().encode(canonicalJson(token))));
+}
