@@ -11,6 +11,7 @@ import { EndpointStore } from '../../activities/store/endpoint-store';
 import type { SettleDatabase } from '../../activities/store/schema';
 import { createSettleWorker } from '../../workers/create-worker';
 import { installRuntime } from '../../workers/runtime';
+import type { KeyRing } from '../../activities/capability/keyring';
 import './provided-context';
 
 export function uniqueId(prefix: string): string {
@@ -36,7 +37,7 @@ export interface RunningWorker {
 }
 
 /** A real worker (workflows from the run's bundle) on its own task queue, plus a client. */
-export async function startTestWorker(): Promise<RunningWorker> {
+export async function startTestWorker(options: { keyRing?: KeyRing | null } = {}): Promise<RunningWorker> {
   installRuntime('WARN');
   const taskQueue = uniqueId('tq');
   const worker = await createSettleWorker({
@@ -44,6 +45,7 @@ export async function startTestWorker(): Promise<RunningWorker> {
     databaseUrl: inject('databaseUrl'),
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
+    keyRing: options.keyRing ?? null,
   });
   const running = worker.run();
   const connection = await Connection.connect({ address: inject('temporalAddress') });
@@ -56,5 +58,16 @@ export async function startTestWorker(): Promise<RunningWorker> {
       await running;
       await connection.close();
     },
+  };
+}
+
+/** A key ring for tests: `k1` signs, `k0` (an older key) still verifies. */
+export function testKeyRing(): KeyRing {
+  return {
+    signingKid: 'k1',
+    keys: new Map([
+      ['k1', crypto.randomBytes(32)],
+      ['k0', crypto.randomBytes(32)],
+    ]),
   };
 }
