@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { canonicalJson } from '../jcs';
+import { canonicalJson, canonicalJsonOfValidated, type JsonValue } from '../jcs';
 
 export const RIGHTS = ['read', 'write', 'exec', 'connect'] as const;
 export type Right = (typeof RIGHTS)[number];
@@ -56,12 +56,19 @@ export const CapabilityToken = z
 
 export type CapabilityToken = z.output<typeof CapabilityToken>;
 
+const utf8 = new TextEncoder();
+
+/** The exact text that is signed (its UTF-8 bytes): RFC 8785 of a schema-valid body. */
+export function signingText(body: CapabilityBody): string {
+  return canonicalJsonOfValidated(body as unknown as JsonValue);
+}
+
 /** The exact bytes that are signed. */
 export function signingInput(body: CapabilityBody): Uint8Array {
-  return new TextEncoder().encode(canonicalJson(body));
+  return utf8.encode(signingText(body));
 }
 
 /** Names a token (budget accounting, parent links): hex SHA-256 of JCS of the whole token. */
 export function tokenDigest(token: CapabilityToken): string {
-  return bytesToHex(sha256(new TextEncoder().encode(canonicalJson(token))));
+  return bytesToHex(sha256(utf8.encode(canonicalJson(token))));
 }

@@ -1,0 +1,78 @@
+/**
+ * `npm run bench:capability` — capability checks per second, signature verification included,
+ * against bare HMAC-SHA-256 over the same body bytes, in the same run (target ≥ 0.5×).
+ *
+ *   check     = parse the token (zod) + JCS of the body + HMAC + constant-time compare + the
+ *               body rules (audience, expiry, right, objects, cost) — what every access pays
+ *               before touching the file system;
+ *   check+fs  = the same plus the symlink resolution of the target path (a realpath call);
+ *   baseline  = HMAC-SHA-256 over the pre-serialized body bytes.
+ */
+import crypto from 'node:crypto';
+import os from 'node:os';
+import fs from 'node:fs';
+import path from 'node:path';
+import { authorize } from '../activities/capability/authorize';
+import { sign, verifySignature } from '../activities/capability/signer';
+import { checkBody } from '../core/capability/rules';
+import { CapabilityToken, signingInput } from '../core/capability/token';
+
+const ROUNDS = 4;
+const N = 20_000;
+
+async function main(): Promise<void> {
+  const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-capbench-'));
+  fs.writeFileSync(path.join(ws, 'a.ts'), 'x');
+  const ring = { signingKid: 'k1', keys: new Map([['k1', crypto.randomBytes(32)]]) };
+  const token = sign(
+    { v: 1, aud: 'bench-trajectory', rights: ['read', 'write'], objects: [`path:${ws}`, 'host:example.com'], pred: { max_cost: 10, budget: 1000 }, exp: Date.now() + 3_600_000, parent: null, depth: 0 },
+    ring,
+  );
+  const raw: unknown = JSON.parse(JSON.stringify(token)); // as it arrives in an activity's input
+  const request = { op: 'read' as const, target: { kind: 'path' as const, path: path.join(ws, 'a.ts') }, cost: 1, audience: 'bench-trajectory', nowMs: Date.now() };
+  const bodyBytes = signingInput(token.body);
+  const key = ring.keys.get('k1')!;
+
+  const syncCheck = () => {
+    const parsed = CapabilityToken.parse(raw);
+    if (!verifySignature(parsed, ring).allowed) throw new Error('bad signature');
+    if (!checkBody(parsed.body, request).allowed) throw new Error('denied');
+  };
+  const hmacOnly = () => {
+    crypto.createHmac('sha256', key).update(bodyBytes).digest();
+  };
+
+  const rates = { check: [] as number[], fs: [] as number[], hmac: [] as number[] };
+  for (let round = 0; round <= ROUNDS; round++) {
+    let t = performance.now();
+    for (let i = 0; i < N; i++) syncCheck();
+    const check = (N * 1000) / (performance.now() - t);
+    t = performance.now();
+    for (let i = 0; i < N / 4; i++) {
+      const { verdict } = await authorize(raw, { ...request, key: 'k' }, { ring, budgets: null });
+      if (!verdict.allowed) throw new Error('denied');
+    }
+    const withFs = (N / 4 * 1000) / (performance.now() - t);
+    t = performance.now();
+    for (let i = 0; i < N; i++) hmacOnly();
+    const hmac = (N * 1000) / (performance.now() - t);
+    if (round > 0) {
+      rates.check.push(check);
+      rates.fs.push(withFs);
+      rates.hmac.push(hmac);
+    }
+  }
+  const best = (xs: number[]) => Math.max(...xs);
+  console.log(`capability checks per second (best of ${ROUNDS} rounds; body ${bodyBytes.length} bytes)`);
+  console.log(`  check (parse + JCS + HMAC + rules)   ${best(rates.check).toFixed(0).padStart(8)}/s`);
+  console.log(`  check + realpath of the target      ${best(rates.fs).toFixed(0).padStart(8)}/s`);
+  console.log(`  bare HMAC-SHA-256 over the body      ${best(rates.hmac).toFixed(0).padStart(8)}/s`);
+  console.log(`  ratio check / HMAC                   ${(best(rates.check) / best(rates.hmac)).toFixed(2)}×  (target ≥ 0.50×)`);
+  console.log(`  ratio check+fs / HMAC                ${(best(rates.fs) / best(rates.hmac)).toFixed(2)}×`);
+  fs.rmSync(ws, { recursive: true, force: true });
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
