@@ -74,12 +74,7 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
       spawnArgs = parseArgs(SpawnSubagentArgs, call.args);
       report.key = deriveKey({ trajectoryId, turn, callId: call.call_id, tool: call.tool, args: spawnArgs as Record<string, unknown> });
     } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      await countProposal(ctx, turn, call, { field: err.field, rule: err.rule });
-      report.resolution = 'invalid';
-      report.state = 'NO_RECORD';
-      report.observation = failed(`invalid call: ${err.message}`);
-      return report;
+      return rejectInvalid(ctx, report, call, err);
     }
     await countProposal(ctx, turn, call, null);
     report.level = 'A2';
@@ -98,12 +93,7 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
     // 2. The key names the logical call; derived here, so it shows in history.
     key = deriveKey({ trajectoryId, turn, callId: call.call_id, tool: call.tool, args });
   } catch (err) {
-    if (!(err instanceof InputError)) throw err;
-    await countProposal(ctx, turn, call, { field: err.field, rule: err.rule });
-    report.resolution = 'invalid';
-    report.state = 'NO_RECORD';
-    report.observation = failed(`invalid call: ${err.message}`);
-    return report;
+    return rejectInvalid(ctx, report, call, err);
   }
   await countProposal(ctx, turn, call, null);
   report.key = key;
@@ -149,6 +139,16 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
 
   // 5. Settled execution.
   await executeSettled(ctx, report, key, args, summary, approval);
+  return report;
+}
+
+/** A malformed call: counted, and answered with an observation naming the field and rule. */
+async function rejectInvalid(ctx: CallContext, report: CallReport, call: ProposedCall, err: unknown): Promise<CallReport> {
+  if (!(err instanceof InputError)) throw err;
+  await countProposal(ctx, report.turn, call, { field: err.field, rule: err.rule });
+  report.resolution = 'invalid';
+  report.state = 'NO_RECORD';
+  report.observation = failed(`invalid call: ${err.message}`);
   return report;
 }
 

@@ -4,16 +4,13 @@
  * generated from it, and the runtime validates with it.
  */
 import { z } from 'zod';
+import { absolutePath } from './common';
 
 export const FILE_EDIT = 'file_edit';
 
 export const FileEditArgs = z
   .object({
-    path: z
-      .string()
-      .max(1024)
-      .regex(/^\/([a-zA-Z0-9_.-]+\/)*[a-zA-Z0-9_.-]+$/)
-      .describe('Absolute path to the target file, inside the workspace root.'),
+    path: absolutePath('Absolute path to the target file, inside the workspace root.'),
     old_str: z
       .string()
       .min(1)

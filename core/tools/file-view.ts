@@ -1,16 +1,13 @@
 /** `file_view` arguments (source listing 5): a window of lines from a text file. */
 import { z } from 'zod';
+import { absolutePath } from './common';
 
 export const FILE_VIEW = 'file_view';
 export const MAX_VIEW_LINES = 500;
 
 export const FileViewArgs = z
   .object({
-    path: z
-      .string()
-      .max(1024)
-      .regex(/^\/([a-zA-Z0-9_.-]+\/)*[a-zA-Z0-9_.-]+$/)
-      .describe('Absolute path to a text file inside the workspace.'),
+    path: absolutePath('Absolute path to a text file inside the workspace.'),
     offset: z.number().int().min(1).max(10_000_000).describe('First line to return, 1-indexed (1 is the first line of the file).'),
     limit: z.number().int().min(1).max(MAX_VIEW_LINES).describe(`Maximum number of lines to return, 1 to ${MAX_VIEW_LINES}.`),
   })

@@ -1,5 +1,6 @@
 /** `grep_search` arguments (source listing 5): structured regular-expression search. */
 import { z } from 'zod';
+import { absolutePath } from './common';
 
 export const GREP_SEARCH = 'grep_search';
 
@@ -10,11 +11,7 @@ export const GrepSearchArgs = z
       .min(1)
       .max(512)
       .describe('JavaScript regular expression matched against each line (no flags; use (?i) style alternatives explicitly).'),
-    path: z
-      .string()
-      .max(1024)
-      .regex(/^\/([a-zA-Z0-9_.-]+\/)*[a-zA-Z0-9_.-]+$/)
-      .describe('Absolute path of a directory (searched recursively) or a file, inside the workspace.'),
+    path: absolutePath('Absolute path of a directory (searched recursively) or a file, inside the workspace.'),
     glob: z
       .string()
       .min(1)
