@@ -127,6 +127,7 @@ function toInput(spec: TrajectorySpec): TrajectoryInput {
     ...(spec.approval_timeout_ms ? { approvalTimeoutMs: spec.approval_timeout_ms } : {}),
     ...(spec.lease_ms ? { leaseMs: spec.lease_ms } : {}),
     ...(spec.network !== undefined ? { network: spec.network } : {}),
+    ...(spec.capability ? { capability: spec.capability } : {}),
   };
 }
 

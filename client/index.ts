@@ -94,11 +94,16 @@ export class SettleClient {
     const sa = description.searchAttributes as Record<string, unknown[] | undefined>;
     let calls: CallReport[] = [];
     let waitingFor: string | null = null;
-    try {
-      calls = await handle.query(callsQuery);
-      waitingFor = await handle.query(waitingForQuery);
-    } catch {
-      // A closed workflow whose worker is gone cannot answer queries; its result can still be read.
+    if (description.status.name === 'COMPLETED') {
+      // A closed trajectory answers from its result: no worker needed.
+      calls = (await handle.result()).calls;
+    } else {
+      try {
+        calls = await handle.query(callsQuery);
+        waitingFor = await handle.query(waitingForQuery);
+      } catch {
+        // A closed workflow whose worker is gone cannot answer queries.
+      }
     }
     return {
       trajectoryId,

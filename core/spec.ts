@@ -2,6 +2,7 @@
  * `settle start SPEC.json`: what a trajectory spec may contain, validated before anything starts.
  */
 import { z } from 'zod';
+import { CapabilityToken } from './capability/token';
 
 const Call = z.object({ call_id: z.string().min(1).max(255), tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()) }).strict();
 const Level = z.enum(['A0', 'A1', 'A2', 'A3']);
@@ -27,8 +28,11 @@ export const TrajectorySpec = z
     approval_timeout_ms: z.number().int().min(1000).max(30 * 24 * 3600_000).optional(),
     lease_ms: z.number().int().min(500).max(3_600_000).optional(),
     network: z.boolean().optional(),
+    /** The signed capability token (`settle cap mint --out FILE` prints one), audience = trajectory_id. */
+    capability: CapabilityToken.optional(),
   })
   .strict()
-  .refine((s) => !(s.turns && s.model), { message: 'give either turns or model, not both', path: ['model'] });
+  .refine((s) => !(s.turns && s.model), { message: 'give either turns or model, not both', path: ['model'] })
+  .refine((s) => !s.capability || s.capability.body.aud === s.trajectory_id, { message: 'be issued to trajectory_id (its body.aud)', path: ['capability'] });
 
 export type TrajectorySpec = z.output<typeof TrajectorySpec>;
