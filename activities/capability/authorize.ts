@@ -13,6 +13,7 @@ import { realpathOfNearestExisting } from '../workspace';
 import type { BudgetStore } from './budget-store';
 import type { KeyRing } from './keyring';
 import { verifySignature } from './signer';
+import { lookupVerified, rememberVerified, verifiedKey } from './verified-tokens';
 
 export interface Authorization {
   verdict: Verdict;
@@ -25,14 +26,19 @@ export async function authorize(
   request: AccessRequest & { key: string },
   deps: { ring: KeyRing; budgets: BudgetStore | null },
 ): Promise<Authorization> {
-  const parsed = CapabilityToken.safeParse(rawToken);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    return { verdict: { allowed: false, component: 'format', reason: `capability.${issue.path.join('.')}: ${issue.message}` }, network: false };
+  const cacheKey = verifiedKey(rawToken);
+  let token = lookupVerified(deps.ring, cacheKey);
+  if (!token) {
+    const parsed = CapabilityToken.safeParse(rawToken);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      return { verdict: { allowed: false, component: 'format', reason: `capability.${issue.path.join('.')}: ${issue.message}` }, network: false };
+    }
+    const signature = verifySignature(parsed.data, deps.ring);
+    if (!signature.allowed) return { verdict: signature, network: false };
+    token = parsed.data;
+    rememberVerified(deps.ring, cacheKey, token);
   }
-  const token = parsed.data;
-  const signature = verifySignature(token, deps.ring);
-  if (!signature.allowed) return { verdict: signature, network: false };
   const body = checkBody(token.body, request);
   if (!body.allowed) return { verdict: body, network: false };
   if (request.target.kind === 'path') {

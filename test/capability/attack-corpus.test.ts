@@ -118,6 +118,18 @@ describe('attacks are denied with the right component', () => {
     expect(field === 'v' ? 'format' : 'signature').toBe((verdict as { component: string }).component);
   });
 
+  it('a token this worker already verified does not vouch for a tampered copy, nor for another key ring', async () => {
+    const token = mint();
+    expect(await check(token, p(ws))).toEqual({ allowed: true }); // verified and remembered
+    const widened = { body: { ...token.body, objects: ['path:/'] }, sig: token.sig };
+    expect(await check(widened, p('/etc/passwd'))).toMatchObject({ allowed: false, component: 'signature' });
+    const reordered = { sig: token.sig, body: Object.fromEntries(Object.entries(token.body).reverse()) };
+    expect(await check(reordered, p(ws))).toEqual({ allowed: true }); // same body, other member order: verified in full
+    const rotated = { signingKid: 'k2', keys: new Map([['k2', Buffer.alloc(32, 9)]]) };
+    const verdict = (await authorize(token, { op: 'read', target: p(ws), cost: 1, audience: 'traj-A', nowMs: Date.now(), key: 'r' }, { ring: rotated, budgets: null })).verdict;
+    expect(verdict).toMatchObject({ allowed: false, component: 'kid' });
+  });
+
   it('a swapped signature (from another valid token) is denied', async () => {
     const a = mint();
     const b = mint({ objects: [`path:${outside}`] });
