@@ -142,6 +142,17 @@ async function startDevServer(
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // If this process ends without calling stop() (an uncaught error, process.exit), take the
+  // server down with it rather than leave it listening. (SIGKILL of this process cannot be caught.)
+  const killOnExit = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  };
+  process.once('exit', killOnExit);
+  void exited.then(() => process.removeListener('exit', killOnExit));
 
   const address = `127.0.0.1:${port}`;
   const ready = await waitUntilServing(address, exited, 60_000);
