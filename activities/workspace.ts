@@ -7,9 +7,20 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { canonicalPath, isWithin } from '../core/paths';
 import { InputError } from '../core/errors';
+import { failed, type Observation } from '../core/observation';
 
 /** A path that escapes the workspace. An observation, never an effect. */
 export class PathRefused extends InputError {}
+
+/** The real path inside the workspace, or the refusal as the observation a tool returns. */
+export async function resolveForTool(workspaceRoot: string, requested: string): Promise<{ path: string } | { refusal: Observation }> {
+  try {
+    return { path: await resolveInWorkspace(workspaceRoot, requested) };
+  } catch (err) {
+    if (err instanceof PathRefused) return { refusal: failed(`refused: ${err.message}`) };
+    throw err;
+  }
+}
 
 export async function resolveInWorkspace(workspaceRoot: string, requested: string, field = 'args.path'): Promise<string> {
   let lexical: string;

@@ -12,7 +12,7 @@ import type { FileEditArgs, FileEditIntent } from '../../core/tools/file-edit';
 import { FILE_EDIT } from '../../core/tools/file-edit';
 import { failed, ok, type Observation } from '../../core/observation';
 import type { ProbeVerdict } from '../../core/records';
-import { PathRefused, resolveInWorkspace } from '../workspace';
+import { resolveForTool } from '../workspace';
 import { failpoint } from '../failpoints';
 import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
 
@@ -26,13 +26,9 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
   name: FILE_EDIT,
 
   async plan(args, env): Promise<Plan<FileEditIntent, Observation>> {
-    let real: string;
-    try {
-      real = await resolveInWorkspace(env.workspace, args.path);
-    } catch (err) {
-      if (err instanceof PathRefused) return { kind: 'answer', result: failed(`refused: ${err.message}`) };
-      throw err;
-    }
+    const resolved = await resolveForTool(env.workspace, args.path);
+    if ('refusal' in resolved) return { kind: 'answer', result: resolved.refusal };
+    const real = resolved.path;
     const before = await readIfFile(real);
     if (before === null) return { kind: 'answer', result: failed(`${args.path}: no such file (file_edit edits existing files only)`) };
     if (!Buffer.from(before, 'utf8').equals(await fs.readFile(real))) {

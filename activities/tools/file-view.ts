@@ -2,7 +2,7 @@
 import { failed, type Observation } from '../../core/observation';
 import type { FileViewArgs } from '../../core/tools/file-view';
 import { FILE_VIEW } from '../../core/tools/file-view';
-import { PathRefused, resolveInWorkspace } from '../workspace';
+import { resolveForTool } from '../workspace';
 import type { ReadOnlyTool } from './read-only-tool';
 import { readTextFile, splitLines } from './text-files';
 
@@ -11,13 +11,9 @@ const MAX_LINE_CHARS = 2000;
 export const fileView: ReadOnlyTool<FileViewArgs> = {
   name: FILE_VIEW,
   async run(args, env): Promise<Observation> {
-    let real: string;
-    try {
-      real = await resolveInWorkspace(env.workspace, args.path);
-    } catch (err) {
-      if (err instanceof PathRefused) return failed(`refused: ${err.message}`);
-      throw err;
-    }
+    const resolved = await resolveForTool(env.workspace, args.path);
+    if ('refusal' in resolved) return resolved.refusal;
+    const real = resolved.path;
     const file = await readTextFile(real);
     switch (file.kind) {
       case 'missing':

@@ -11,7 +11,7 @@ import vm from 'node:vm';
 import picomatch from 'picomatch';
 import { failed, type Observation } from '../../core/observation';
 import { GREP_SEARCH, type GrepSearchArgs } from '../../core/tools/grep-search';
-import { PathRefused, resolveInWorkspace } from '../workspace';
+import { resolveForTool } from '../workspace';
 import type { ReadOnlyTool } from './read-only-tool';
 import { readTextFile } from './text-files';
 
@@ -48,13 +48,9 @@ export const grepSearch: ReadOnlyTool<GrepSearchArgs> & { timeLimitMs: number } 
     } catch (err) {
       return failed(`args.pattern must be a valid JavaScript regular expression: ${(err as Error).message}`);
     }
-    let root: string;
-    try {
-      root = await resolveInWorkspace(env.workspace, args.path);
-    } catch (err) {
-      if (err instanceof PathRefused) return failed(`refused: ${err.message}`);
-      throw err;
-    }
+    const resolved = await resolveForTool(env.workspace, args.path);
+    if ('refusal' in resolved) return resolved.refusal;
+    const root = resolved.path;
     const matchesGlob = args.glob ? picomatch(args.glob, { dot: true }) : () => true;
     const deadline = performance.now() + this.timeLimitMs;
     const context = vm.createContext({ re, text: '', limit: 0 });

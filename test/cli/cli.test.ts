@@ -1,20 +1,10 @@
 /** The `settle` command as a user runs it: output, exit codes, one-line errors. */
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { deriveKey } from '../../core/key';
+import { runSettle as settle } from '../support/cli';
 import { openTestDb, testStore, uniqueId } from '../support/env';
 
-const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 
-function settle(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    input: options.input ?? '',
-    encoding: 'utf8',
-    env: { ...process.env, ...options.env },
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 const db = openTestDb(2);
 const store = testStore(db);

@@ -1,5 +1,4 @@
 /** The workbench commands as a user runs them: output, exit codes 0/1/2, one-line errors. */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,20 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { CallStats } from '../../activities/store/call-stats';
 import { publishedCatalog } from '../../core/tools/catalog';
+import { runSettle as settle } from '../support/cli';
 import { openTestDb, uniqueId } from '../support/env';
 
-const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const FS_SERVER = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url));
 
-function settle(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    input: options.input ?? '',
-    encoding: 'utf8',
-    env: { ...process.env, ...options.env },
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 function oneLine(stderr: string): string {
   const lines = stderr.trim().split('\n');
