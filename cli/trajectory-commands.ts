@@ -16,8 +16,9 @@ export function registerTrajectoryCommands(program: Command): void {
     .command('start')
     .description('Start a trajectory from a JSON spec (trajectory_id, workspace, and turns or a model).')
     .argument('<spec>', 'path of the spec file, or - for stdin')
-    .action(async (specPath: string) => {
-      const spec = readSpec(specPath);
+    .option('--cap <file>', 'the capability token for this trajectory (instead of "capability" in the spec)')
+    .action(async (specPath: string, opts: { cap?: string }) => {
+      const spec = readSpec(specPath, opts.cap);
       await withClient(async (client) => {
         await client.start(spec.trajectory_id, toInput(spec));
         console.log(`started ${spec.trajectory_id}`);
@@ -88,7 +89,7 @@ export function registerTrajectoryCommands(program: Command): void {
     });
 }
 
-function readSpec(specPath: string): TrajectorySpec {
+function readSpec(specPath: string, capPath?: string): TrajectorySpec {
   let text: string;
   try {
     text = fs.readFileSync(specPath === '-' ? 0 : specPath, 'utf8');
@@ -100,6 +101,14 @@ function readSpec(specPath: string): TrajectorySpec {
     json = JSON.parse(text);
   } catch (err) {
     throw new UsageError(`SPEC: must be valid JSON (${(err as Error).message})`);
+  }
+  if (capPath !== undefined) {
+    if (json && typeof json === 'object' && 'capability' in json) throw new UsageError('--cap: must not be given when the spec has a "capability" already');
+    try {
+      json = { ...(json as object), capability: JSON.parse(fs.readFileSync(capPath, 'utf8')) };
+    } catch (err) {
+      throw new UsageError(`--cap: must be a readable JSON token file (${(err as Error).message})`);
+    }
   }
   const issues = allIssues(TrajectorySpec, json, 'spec');
   if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);

@@ -80,6 +80,13 @@ describe('settle start / status', () => {
     const status = await run(['status', id, '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ runStatus: 'COMPLETED', status: 'completed', calls: [{ tool: 'file_view', resolution: 'read' }] });
 
+    // A capability issued to another trajectory is refused before anything starts.
+    const cap = path.join(ws, 'cap.json');
+    expect(settle(['cap', 'mint', '--audience', 'someone-else', '--rights', 'read', '--objects', `path:${ws}`, '--max-cost', '1', '--budget', '5', '--expires-in', '1h', '--out', cap]).code).toBe(0);
+    const wrongAudience = settle(['start', spec, '--cap', cap], env);
+    expect(wrongAudience.code).toBe(2);
+    expect(wrongAudience.stderr.trim()).toBe('settle: spec.capability must be issued to trajectory_id (its body.aud)');
+
     fs.writeFileSync(spec, JSON.stringify({ trajectory_id: id, workspace: ws, turns: [], model: { base_url: 'http://127.0.0.1:1/v1', model: 'm', task: 't' } }));
     const both = settle(['start', spec], env); // rejected before any Temporal call
     expect(both.code).toBe(2);
