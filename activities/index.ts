@@ -38,6 +38,8 @@ export interface ToolCallInput {
   approval?: { approver: string; reason: string };
   /** The trajectory's signed capability; checked here at every access. */
   capability?: unknown;
+  /** How the key was derived (keyed mode uses the worker's SETTLE_KEY_SECRET). */
+  keyMode?: 'sha256' | 'hmac';
 }
 
 export interface ReadOnlyCallInput {
@@ -106,6 +108,13 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       await budgets.closeChild(input.digest);
     },
 
+    /** Keyed mode: the key of a call, derived with the worker's secret (run as a local activity). */
+    async deriveKeyedKey(input: { turn: number; callId: string; tool: string; args: Record<string, unknown> }): Promise<string> {
+      const trajectoryId = Context.current().info.workflowExecution?.workflowId;
+      if (!trajectoryId) throw ApplicationFailure.nonRetryable('deriveKeyedKey must run inside a trajectory workflow', 'SettleNoWorkflow');
+      return deriveKey({ trajectoryId, ...input }, keySecret());
+    },
+
     /** Counts a proposed call and, if malformed, the rule it broke (idempotent: retries count once). */
     async recordProposedCall(call: RecordedProposal): Promise<void> {
       await callStats.recordProposedCall(call);
@@ -119,7 +128,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       const { tool, args } = settledCall(input.tool, input.args);
       // The key is derived in workflow code; derive it again here from the executing
       // workflow's own id, so a drifted or forged key can never claim someone else's record.
-      const key = deriveKey({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args });
+      const key = deriveKey({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args }, input.keyMode === 'hmac' ? keySecret() : undefined);
       if (key !== input.key) {
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, 'SettleKeyMismatch');
       }
@@ -214,6 +223,17 @@ function checkedCall<K extends 'read-only' | 'settled'>(
     throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, 'SettleInvalidArgs');
   }
   return { tool: implementation.tool as never, args };
+}
+
+export const KEY_SECRET_VARIABLE = 'SETTLE_KEY_SECRET';
+
+/** The keyed-mode secret: only in the worker's environment, never in workflow code or history. */
+function keySecret(): Uint8Array {
+  const secret = process.env[KEY_SECRET_VARIABLE];
+  if (!secret || secret.length < 16) {
+    throw ApplicationFailure.nonRetryable(`${KEY_SECRET_VARIABLE} must be set on the worker (at least 16 characters) for keyMode "hmac"`, 'SettleKeySecret');
+  }
+  return new TextEncoder().encode(secret);
 }
 
 /** Observations travel through workflow history: keep each well under Temporal's payload limits. */

@@ -137,6 +137,7 @@ function toInput(spec: TrajectorySpec): TrajectoryInput {
     ...(spec.lease_ms ? { leaseMs: spec.lease_ms } : {}),
     ...(spec.network !== undefined ? { network: spec.network } : {}),
     ...(spec.capability ? { capability: spec.capability } : {}),
+    ...(spec.key_mode ? { keyMode: spec.key_mode } : {}),
   };
 }
 

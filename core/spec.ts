@@ -28,6 +28,8 @@ export const TrajectorySpec = z
     approval_timeout_ms: z.number().int().min(1000).max(30 * 24 * 3600_000).optional(),
     lease_ms: z.number().int().min(500).max(3_600_000).optional(),
     network: z.boolean().optional(),
+    /** hmac: keys keyed with the worker's SETTLE_KEY_SECRET (DESIGN.md §1). Default sha256. */
+    key_mode: z.enum(['sha256', 'hmac']).optional(),
     /** The signed capability token (`settle cap mint --out FILE` prints one), audience = trajectory_id. */
     capability: CapabilityToken.optional(),
   })

@@ -7,7 +7,7 @@
  * Nothing here ever guesses about an effect it cannot see: an IN_DOUBT call is probed before any
  * retry, and a probe that cannot tell leaves the call waiting for an operator.
  */
-import { condition, patched, proxyActivities, sleep } from '@temporalio/workflow';
+import { condition, patched, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { failed, type Observation } from '../core/observation';
@@ -27,6 +27,8 @@ const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 /** Executions that ended certainly-not-executed (released, or settled NOT_EXECUTED) before giving up. */
 const MAX_NOT_EXECUTED = 5;
 const LEVEL_ORDER: SideEffectLevel[] = ['A0', 'A1', 'A2', 'A3'];
+
+const { deriveKeyedKey } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumAttempts: 3 } });
 
 /** Patch id: proposed calls are counted per tool (malformed-call rate). Histories before it have no such activity. */
 export const PATCH_RECORD_PROPOSED_CALLS = 'record-proposed-calls-v1';
@@ -96,6 +98,8 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
     return rejectInvalid(ctx, report, call, err);
   }
   await countProposal(ctx, turn, call, null);
+  // Keyed mode: the runtime's secret makes the key (the pure derivation above validated the parts).
+  if (input.keyMode === 'hmac') key = await deriveKeyedKey({ turn, callId: call.call_id, tool: call.tool, args });
   report.key = key;
   state.argsByKey.set(key, args);
   const summary = `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…`;
@@ -238,6 +242,7 @@ async function executeSettled(
           network: input.network ?? false,
           ...(approval ? { approval } : {}),
           ...(input.capability ? { capability: input.capability } : {}),
+          ...(input.keyMode ? { keyMode: input.keyMode } : {}),
         },
       ],
     );

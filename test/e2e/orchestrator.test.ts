@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { SettleClient } from '../../client/index';
+import { deriveKey } from '../../core/key';
 import type { ProposedCall, TrajectoryResult } from '../../workflows/definitions';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 
@@ -164,5 +165,29 @@ describe('orchestrator-driven trajectory', () => {
     const id = uniqueId('lower');
     await settle.start(id, { workspace: ws, levelOverrides: { file_edit: 'A0' } });
     await expect(settle.result(id)).rejects.toMatchObject({ cause: { message: 'levelOverrides.file_edit must not lower the level (A2 → A0)' } });
+  });
+
+  it('keyed mode: keys are HMAC with the worker’s secret, which never enters history', async () => {
+    const { ws } = workspace();
+    const id = uniqueId('keyed');
+    const secret = `secret-${uniqueId('k')}`;
+    process.env.SETTLE_KEY_SECRET = secret;
+    try {
+      await settle.start(id, { workspace: ws, keyMode: 'hmac', turns: [{ turn: 0, calls: [bash('echo keyed > k.txt')] }] });
+      const result = await settle.result(id);
+      const args = { command: 'echo keyed > k.txt', timeout_ms: 30_000 };
+      const identity = { trajectoryId: id, turn: 0, callId: 'b1', tool: 'bash_execute', args };
+      expect(result.calls[0]).toMatchObject({ resolution: 'executed', key: deriveKey(identity, new TextEncoder().encode(secret)) });
+      expect(result.calls[0]!.key).not.toBe(deriveKey(identity));
+      expect((await store.get(result.calls[0]!.key!))?.state).toBe('COMPLETED');
+      expect(JSON.stringify(await settle.handle(id).fetchHistory())).not.toContain(secret);
+
+      delete process.env.SETTLE_KEY_SECRET;
+      const id2 = uniqueId('keyed');
+      await settle.start(id2, { workspace: ws, keyMode: 'hmac', turns: [{ turn: 0, calls: [bash('true')] }] });
+      await expect(settle.result(id2)).rejects.toBeInstanceOf(WorkflowFailedError);
+    } finally {
+      delete process.env.SETTLE_KEY_SECRET;
+    }
   });
 });
