@@ -19,13 +19,8 @@ import type { EndpointEventRow, EndpointRecordRow, SettleDatabase } from './sche
 import type { PreparedStatement } from './prepared';
 import { claimStatement, EVENTS, RECORDS, renewStatement, transitionStatement, type TransitionParams } from './statements';
 
-export interface EndpointRecord {
-  key: string;
-  trajectoryId: string;
-  turn: number;
-  callId: string;
-  tool: string;
-  args: unknown;
+/** A record: the logical call it is for (see ClaimRequest), and where it stands. */
+export interface EndpointRecord extends ClaimRequest {
   state: RecordState;
   generation: number;
   /** Database clock. Set only while IN_FLIGHT. */
