@@ -28,12 +28,16 @@ const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 const MAX_NOT_EXECUTED = 5;
 const LEVEL_ORDER: SideEffectLevel[] = ['A0', 'A1', 'A2', 'A3'];
 
-const { deriveKeyedKey } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumAttempts: 3 } });
+// Local activities: short, and recorded as one marker each instead of a task round trip.
+const { deriveKeyedKey, recordProposedCall } = proxyLocalActivities<SettleActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+});
 
-/** Patch id: proposed calls are counted per tool (malformed-call rate). Histories before it have no such activity. */
-export const PATCH_RECORD_PROPOSED_CALLS = 'record-proposed-calls-v1';
+/** Patch id: proposed calls are counted per tool (malformed-call rate), by a local activity. Histories before it have none. */
+export const PATCH_RECORD_PROPOSED_CALLS = 'record-proposed-calls-v2';
 
-const { probeToolCall, settleByOperator, runReadOnlyTool, lookupRecord, recordProposedCall } = proxyActivities<SettleActivities>({
+const { probeToolCall, settleByOperator, runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });

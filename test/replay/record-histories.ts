@@ -22,6 +22,12 @@ import { demoTurns, prepareWorkspace } from '../../cli/demo';
 import { startChatServer } from '../support/chat-server';
 
 const FIXTURES = path.join(path.dirname(new URL(import.meta.url).pathname), 'fixtures');
+/** The fixture set to record, e.g. `npm run record:histories -- v2`. */
+const SET = process.argv[2] ?? '';
+if (!/^v\d+$/.test(SET)) {
+  console.error('usage: npm run record:histories -- vN   (the name of the new fixture set, e.g. v2)');
+  process.exit(2);
+}
 
 async function main(): Promise<void> {
   installRuntime('WARN');
@@ -42,10 +48,14 @@ async function main(): Promise<void> {
   // Exported by the Temporal CLI (`temporal workflow show --output json`), the standard format
   // for replay fixtures. The workflow id goes into manifest.json: keys are derived from it, so a
   // history replayed under another id takes other paths (an approval for "another" key).
-  const manifest: Record<string, string> = {};
-  const save = async (name: string, id: string, runId?: string) => {
+  // Each release records a new set next to the old ones: the old sets prove that patched changes
+  // still replay what ran before them, the newest covers the current code paths.
+  const manifestPath = path.join(FIXTURES, 'manifest.json');
+  const manifest: Record<string, string> = fs.existsSync(manifestPath) ? JSON.parse(fs.readFileSync(manifestPath, 'utf8')) : {};
+  const save = async (scenario: string, id: string, runId?: string) => {
+    const name = `${SET}-${scenario}`;
     manifest[`${name}.json`] = id;
-    fs.writeFileSync(path.join(FIXTURES, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+    fs.writeFileSync(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
     const json = execFileSync(
       cli.path,
       ['workflow', 'show', '--address', stack.temporal.address, '--workflow-id', id, ...(runId ? ['--run-id', runId] : []), '--output', 'json'],
