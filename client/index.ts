@@ -27,7 +27,7 @@ import {
 
 export const DEFAULT_TASK_QUEUE = 'settle';
 
-export interface TrajectoryStatus {
+export interface TrajectoryStatusReport {
   trajectoryId: string;
   /** Temporal's view: RUNNING, COMPLETED, FAILED, CANCELLED, … */
   runStatus: string;
@@ -88,7 +88,7 @@ export class SettleClient {
     return this.handle(trajectoryId).result();
   }
 
-  async status(trajectoryId: string): Promise<TrajectoryStatus> {
+  async status(trajectoryId: string): Promise<TrajectoryStatusReport> {
     const handle = this.handle(trajectoryId);
     const description = await handle.describe();
     const sa = description.searchAttributes as Record<string, unknown[] | undefined>;
