@@ -22,7 +22,10 @@ export async function failpoint(name: string): Promise<void> {
 
 function parse(text: string): Map<string, string> {
   const points = new Map<string, string>();
-  for (const entry of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [name, action] = entry.split('=');
     if (!name || !action || !(action === 'kill' || /^sleep:\d+$/.test(action))) {
       throw new Error(`SETTLE_FAILPOINTS: "${entry}" must be name=kill or name=sleep:<ms>`);

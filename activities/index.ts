@@ -90,10 +90,13 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     audience: string,
   ): Promise<{ denied: { component: string; reason: string } | null; network: boolean | null }> {
     if (capability === undefined || capability === null) return { denied: null, network: null };
-    if (!keyRing) return { denied: { component: 'kid', reason: 'this worker holds no capability keys (SETTLE_CAP_KEYS is unset)' }, network: false };
+    if (!keyRing)
+      return { denied: { component: 'kid', reason: 'this worker holds no capability keys (SETTLE_CAP_KEYS is unset)' }, network: false };
     const access = accessFor(tool, args, workspace);
     const { verdict, network } = await authorize(capability, { ...access, audience, nowMs: Date.now(), key }, { ring: keyRing, budgets });
-    return verdict.allowed ? { denied: null, network } : { denied: { component: verdict.component, reason: verdict.reason }, network: false };
+    return verdict.allowed
+      ? { denied: null, network }
+      : { denied: { component: verdict.component, reason: verdict.reason }, network: false };
   }
 
   return {
@@ -128,7 +131,10 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       const { tool, args } = settledCall(input.tool, input.args);
       // The key is derived in workflow code; derive it again here from the executing
       // workflow's own id, so a drifted or forged key can never claim someone else's record.
-      const key = deriveKey({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args }, input.keyMode === 'hmac' ? keySecret() : undefined);
+      const key = deriveKey(
+        { trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
+        input.keyMode === 'hmac' ? keySecret() : undefined,
+      );
       if (key !== input.key) {
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, 'SettleKeyMismatch');
       }
@@ -163,7 +169,14 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     async runReadOnlyTool(input: ReadOnlyCallInput): Promise<ReadOnlyResult> {
       const { tool, args } = checkedCall(input.tool, input.args, 'read-only');
       const audience = Context.current().info.workflowExecution?.workflowId ?? '';
-      const access = await checkAccess(input.capability, input.tool, args, input.workspace, input.key ?? `${audience}:${Context.current().info.activityId}`, audience);
+      const access = await checkAccess(
+        input.capability,
+        input.tool,
+        args,
+        input.workspace,
+        input.key ?? `${audience}:${Context.current().info.activityId}`,
+        audience,
+      );
       if (access.denied) return { kind: 'denied', ...access.denied };
       return { kind: 'observed', observation: boundObservation(await tool.run(args, { workspace: input.workspace })) };
     },
@@ -173,7 +186,12 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       const record = await store.get(input.key);
       if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, 'SettleNoRecord');
       if (record.state !== 'IN_DOUBT') {
-        return { verdict: 'unknown', detail: `record is ${record.state}, nothing to settle`, state: record.state, generation: record.generation };
+        return {
+          verdict: 'unknown',
+          detail: `record is ${record.state}, nothing to settle`,
+          state: record.state,
+          generation: record.generation,
+        };
       }
       const { tool, args } = settledCall(record.tool, record.args);
       if (record.intent == null) {
@@ -193,7 +211,13 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       if (record.state !== 'IN_DOUBT') return { state: record.state };
       const write =
         input.verdict === 'applied'
-          ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: operatorResult(input) }, `operator:${input.operator}`, input.reason)
+          ? await store.settle(
+              record.key,
+              record.generation,
+              { as: 'COMPLETED', result: operatorResult(input) },
+              `operator:${input.operator}`,
+              input.reason,
+            )
           : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, `operator:${input.operator}`, input.reason);
       return { state: write.ok ? write.record.state : (write.current?.state ?? 'IN_DOUBT') };
     },
@@ -231,7 +255,10 @@ export const KEY_SECRET_VARIABLE = 'SETTLE_KEY_SECRET';
 function keySecret(): Uint8Array {
   const secret = process.env[KEY_SECRET_VARIABLE];
   if (!secret || secret.length < 16) {
-    throw ApplicationFailure.nonRetryable(`${KEY_SECRET_VARIABLE} must be set on the worker (at least 16 characters) for keyMode "hmac"`, 'SettleKeySecret');
+    throw ApplicationFailure.nonRetryable(
+      `${KEY_SECRET_VARIABLE} must be set on the worker (at least 16 characters) for keyMode "hmac"`,
+      'SettleKeySecret',
+    );
   }
   return new TextEncoder().encode(secret);
 }
@@ -242,7 +269,12 @@ export const MAX_OBSERVATION_CHARS = 64 * 1024;
 function boundObservation(o: Observation): Observation {
   const output = truncate(o.output, MAX_OBSERVATION_CHARS);
   const error = o.error === null ? { text: null, truncated: false } : truncate(o.error, 16 * 1024);
-  return { output: output.text, error: error.text, exit_status: o.exit_status, truncated: o.truncated || output.truncated || error.truncated };
+  return {
+    output: output.text,
+    error: error.text,
+    exit_status: o.exit_status,
+    truncated: o.truncated || output.truncated || error.truncated,
+  };
 }
 
 function boundOutcome(outcome: CallOutcome<Observation>): CallOutcome<Observation> {

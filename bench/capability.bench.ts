@@ -28,11 +28,26 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(ws, 'a.ts'), 'x');
   const ring = { signingKid: 'k1', keys: new Map([['k1', crypto.randomBytes(32)]]) };
   const token = sign(
-    { v: 1, aud: 'bench-trajectory', rights: ['read', 'write'], objects: [`path:${ws}`, 'host:example.com'], pred: { max_cost: 10, budget: 1000 }, exp: Date.now() + 3_600_000, parent: null, depth: 0 },
+    {
+      v: 1,
+      aud: 'bench-trajectory',
+      rights: ['read', 'write'],
+      objects: [`path:${ws}`, 'host:example.com'],
+      pred: { max_cost: 10, budget: 1000 },
+      exp: Date.now() + 3_600_000,
+      parent: null,
+      depth: 0,
+    },
     ring,
   );
   const raw: unknown = JSON.parse(JSON.stringify(token)); // as it arrives in an activity's input
-  const request = { op: 'read' as const, target: { kind: 'path' as const, path: path.join(ws, 'a.ts') }, cost: 1, audience: 'bench-trajectory', nowMs: Date.now() };
+  const request = {
+    op: 'read' as const,
+    target: { kind: 'path' as const, path: path.join(ws, 'a.ts') },
+    cost: 1,
+    audience: 'bench-trajectory',
+    nowMs: Date.now(),
+  };
   const bodyBytes = signingInput(token.body);
   const key = ring.keys.get('k1')!;
 
@@ -70,7 +85,7 @@ async function main(): Promise<void> {
       const { verdict } = await authorize(raw, { ...request, key: 'k' }, { ring, budgets: null });
       if (!verdict.allowed) throw new Error('denied');
     }
-    const withFs = (N / 4 * 1000) / (performance.now() - t);
+    const withFs = ((N / 4) * 1000) / (performance.now() - t);
     t = performance.now();
     for (let i = 0; i < N; i++) hmacOnly();
     const hmac = (N * 1000) / (performance.now() - t);

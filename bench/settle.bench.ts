@@ -54,7 +54,14 @@ async function benchStore(url: string): Promise<void> {
   const nextCall = (prefix: string) => {
     const trajectoryId = `${prefix}-${process.pid}-${seq++}`;
     const args = { path: '/ws/file.txt', old_str: 'a', new_str: 'b' };
-    return { key: deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'file_edit', args }), trajectoryId, turn: 0, callId: 'c', tool: 'file_edit', args };
+    return {
+      key: deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'file_edit', args }),
+      trajectoryId,
+      turn: 0,
+      callId: 'c',
+      tool: 'file_edit',
+      args,
+    };
   };
 
   // Capture the exact statements of one claim + complete.
@@ -93,9 +100,15 @@ async function benchStore(url: string): Promise<void> {
   }
   const store_ = Math.max(...storeRates);
   const raw = Math.max(...rawRates);
-  console.log('endpoint store: claim+complete pairs per second (pool of ' + POOL_SIZE + ', best of ' + ROUNDS + ' rounds of ' + PAIRS_PER_ROUND + ')');
-  console.log(`  EndpointStore (Kysely)      ${store_.toFixed(0).padStart(8)} pairs/s   rounds: ${storeRates.map((r) => r.toFixed(0)).join(', ')}`);
-  console.log(`  same SQL via raw pg         ${raw.toFixed(0).padStart(8)} pairs/s   rounds: ${rawRates.map((r) => r.toFixed(0)).join(', ')}`);
+  console.log(
+    'endpoint store: claim+complete pairs per second (pool of ' + POOL_SIZE + ', best of ' + ROUNDS + ' rounds of ' + PAIRS_PER_ROUND + ')',
+  );
+  console.log(
+    `  EndpointStore (Kysely)      ${store_.toFixed(0).padStart(8)} pairs/s   rounds: ${storeRates.map((r) => r.toFixed(0)).join(', ')}`,
+  );
+  console.log(
+    `  same SQL via raw pg         ${raw.toFixed(0).padStart(8)} pairs/s   rounds: ${rawRates.map((r) => r.toFixed(0)).join(', ')}`,
+  );
   console.log(`  ratio                       ${(store_ / raw).toFixed(2)}×  (target ≥ 0.80×)\n`);
 
   await db.destroy(); // ends the shared pool

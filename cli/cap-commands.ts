@@ -72,10 +72,15 @@ export function registerCapabilityCommands(program: Command): void {
     .action(async (opts: { cap: string; op: string; target: string; cost: string; audience: string }) => {
       const ring = keys();
       const token = readToken(opts.cap);
-      if (!(RIGHTS as readonly string[]).includes(opts.op)) throw new UsageError(`--op: must be one of ${RIGHTS.join(', ')} (got ${JSON.stringify(opts.op)})`);
+      if (!(RIGHTS as readonly string[]).includes(opts.op))
+        throw new UsageError(`--op: must be one of ${RIGHTS.join(', ')} (got ${JSON.stringify(opts.op)})`);
       const target = parseTarget(opts.target);
       const cost = number(opts.cost, '--cost');
-      const { verdict } = await authorize(token, { op: opts.op as Right, target, cost, audience: opts.audience, nowMs: Date.now(), key: 'cli-check' }, { ring, budgets: null });
+      const { verdict } = await authorize(
+        token,
+        { op: opts.op as Right, target, cost, audience: opts.audience, nowMs: Date.now(), key: 'cli-check' },
+        { ring, budgets: null },
+      );
       if (verdict.allowed) {
         console.log('allowed');
         return;
@@ -99,7 +104,13 @@ export function registerCapabilityCommands(program: Command): void {
       }
       console.log(JSON.stringify({ body: token.body, digest: tokenDigest(token), signature: status }, null, 2));
       // Unsigned-field sanity for a human reader: expired already?
-      const expired = checkBody(token.body, { op: token.body.rights[0]!, target: { kind: 'path', path: '/' }, cost: 0, audience: token.body.aud, nowMs: Date.now() });
+      const expired = checkBody(token.body, {
+        op: token.body.rights[0]!,
+        target: { kind: 'path', path: '/' },
+        cost: 0,
+        audience: token.body.aud,
+        nowMs: Date.now(),
+      });
       if (!expired.allowed && expired.component === 'expiry') console.log(`note: ${expired.reason}`);
     });
 }
@@ -114,9 +125,17 @@ function keys() {
 }
 
 function requestFrom(opts: Widths) {
-  const rights = opts.rights.split(',').map((r) => r.trim()).filter(Boolean);
-  for (const r of rights) if (!(RIGHTS as readonly string[]).includes(r)) throw new UsageError(`--rights: each must be one of ${RIGHTS.join(', ')} (got ${JSON.stringify(r)})`);
-  const objects = opts.objects.split(',').map((o) => o.trim()).filter(Boolean);
+  const rights = opts.rights
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
+  for (const r of rights)
+    if (!(RIGHTS as readonly string[]).includes(r))
+      throw new UsageError(`--rights: each must be one of ${RIGHTS.join(', ')} (got ${JSON.stringify(r)})`);
+  const objects = opts.objects
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   if (!objects.length) throw new UsageError('--objects: must name at least one object');
   if (!opts.audience.trim()) throw new UsageError('--audience: must be a non-empty trajectory id');
   let expiresInMs: number;
@@ -134,10 +153,23 @@ function requestFrom(opts: Widths) {
     exp: Date.now() + expiresInMs,
   };
   // Validate objects and the whole body shape before signing anything.
-  const probe = CapabilityToken.shape.body.safeParse({ v: 1, kid: 'x', aud: request.aud, rights: request.rights, objects, pred: { max_cost: request.max_cost, budget: request.budget }, exp: request.exp, parent: null, depth: 0 });
+  const probe = CapabilityToken.shape.body.safeParse({
+    v: 1,
+    kid: 'x',
+    aud: request.aud,
+    rights: request.rights,
+    objects,
+    pred: { max_cost: request.max_cost, budget: request.budget },
+    exp: request.exp,
+    parent: null,
+    depth: 0,
+  });
   if (!probe.success) {
     const issue = probe.error.issues[0]!;
-    const flag = { objects: '--objects', rights: '--rights', aud: '--audience', pred: issue.path[1] === 'budget' ? '--budget' : '--max-cost' }[String(issue.path[0])] ?? String(issue.path[0]);
+    const flag =
+      { objects: '--objects', rights: '--rights', aud: '--audience', pred: issue.path[1] === 'budget' ? '--budget' : '--max-cost' }[
+        String(issue.path[0])
+      ] ?? String(issue.path[0]);
     throw new UsageError(`${flag}: ${issue.message}`);
   }
   return request;

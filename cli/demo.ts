@@ -22,7 +22,11 @@ export interface DemoOptions {
 
 export function demoTurns(workspace: string): ScriptedTurn[] {
   const app = path.join(workspace, 'app.ts');
-  const rename = { call_id: 'call_rename', tool: 'file_edit', args: { path: app, old_str: 'function greet(', new_str: 'function greetUser(' } };
+  const rename = {
+    call_id: 'call_rename',
+    tool: 'file_edit',
+    args: { path: app, old_str: 'function greet(', new_str: 'function greetUser(' },
+  };
   return [
     { turn: 0, calls: [rename] },
     {
@@ -126,6 +130,8 @@ function printSummary(result: TrajectoryResult, recordCount: number, finalFile: 
   }
   const executed = result.calls.filter((c) => c.resolution === 'executed').length;
   const replayed = result.calls.filter((c) => c.resolution === 'replayed').length;
-  console.log(`\n${result.calls.length} calls: ${executed} executed, ${replayed} replayed from their record; ${recordCount} endpoint records.`);
+  console.log(
+    `\n${result.calls.length} calls: ${executed} executed, ${replayed} replayed from their record; ${recordCount} endpoint records.`,
+  );
   console.log(`\napp.ts now:\n${finalFile.replace(/^/gm, '  ')}`);
 }

@@ -13,7 +13,6 @@ import { registerTrajectoryCommands } from './trajectory-commands';
 import { registerCapabilityCommands } from './cap-commands';
 import { registerWorkbenchCommands } from './workbench';
 
-
 const program = new Command();
 program
   .name('settle')
@@ -57,7 +56,11 @@ program
       secret = new TextEncoder().encode(value);
     }
     const key = withField(
-      () => deriveKey({ trajectoryId: opts.trajectory, turn: opts.turn, callId: opts.callId, tool: opts.tool, args: args as Record<string, unknown> }, secret),
+      () =>
+        deriveKey(
+          { trajectoryId: opts.trajectory, turn: opts.turn, callId: opts.callId, tool: opts.tool, args: args as Record<string, unknown> },
+          secret,
+        ),
       { trajectory_id: '--trajectory', turn: '--turn', call_id: '--call-id', tool: '--tool', args: '--args' },
     );
     console.log(key);
@@ -143,7 +146,9 @@ program
       console.log(`${'result'.padEnd(13)} ${JSON.stringify(result)}`);
       console.log('\nevents:');
       for (const e of events) {
-        console.log(`  ${e.at.toISOString()}  gen ${e.generation}  ${e.fromState} → ${e.toState}  by ${e.actor}  ${JSON.stringify(e.detail)}`);
+        console.log(
+          `  ${e.at.toISOString()}  gen ${e.generation}  ${e.fromState} → ${e.toState}  by ${e.actor}  ${JSON.stringify(e.detail)}`,
+        );
       }
     });
   });

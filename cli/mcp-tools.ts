@@ -50,7 +50,9 @@ export async function listMcpTools(commandLine: string, options: ListMcpToolsOpt
     const tools: unknown[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ToolsPage, { timeout: options.timeoutMs });
+      const result = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ToolsPage, {
+        timeout: options.timeoutMs,
+      });
       tools.push(...result.tools);
       cursor = result.nextCursor;
       if (cursor === undefined) return { tools };
@@ -59,7 +61,10 @@ export async function listMcpTools(commandLine: string, options: ListMcpToolsOpt
   } catch (err) {
     const reason = oneLine((err as Error).message);
     const said = oneLine(stderr).slice(-300);
-    throw new InputError('--mcp', `start an MCP server that answers initialize and tools/list on stdio (${JSON.stringify(commandLine)}: ${reason}${said ? `; its stderr: ${said}` : ''})`);
+    throw new InputError(
+      '--mcp',
+      `start an MCP server that answers initialize and tools/list on stdio (${JSON.stringify(commandLine)}: ${reason}${said ? `; its stderr: ${said}` : ''})`,
+    );
   } finally {
     await client.close().catch(() => {});
     if (serverPid !== null) await stopProcess(serverPid);

@@ -39,7 +39,9 @@ export function registerTrajectoryCommands(program: Command): void {
           console.log(JSON.stringify(status, null, 2));
           return;
         }
-        console.log(`${status.trajectoryId}: ${status.runStatus} · ${status.status ?? '-'} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`);
+        console.log(
+          `${status.trajectoryId}: ${status.runStatus} · ${status.status ?? '-'} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
+        );
         if (status.waitingFor) console.log(`waiting for: ${status.waitingFor}`);
         console.log('turn  call                  tool          level  key               state         resolution       attempts');
         for (const c of status.calls) {
@@ -75,7 +77,8 @@ export function registerTrajectoryCommands(program: Command): void {
     .requiredOption('--reason <text>', 'why (recorded)')
     .action(async (key: string, opts: { as: string; operator: string; reason: string }) => {
       if (!KEY.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
-      if (opts.as !== 'applied' && opts.as !== 'not-applied') throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
+      if (opts.as !== 'applied' && opts.as !== 'not-applied')
+        throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
       if (!opts.operator.trim()) throw new UsageError('--operator: must be a non-empty name');
       if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
       const record = await withStore((store) => store.get(key));
@@ -103,7 +106,8 @@ function readSpec(specPath: string, capPath?: string): TrajectorySpec {
     throw new UsageError(`SPEC: must be valid JSON (${(err as Error).message})`);
   }
   if (capPath !== undefined) {
-    if (json && typeof json === 'object' && 'capability' in json) throw new UsageError('--cap: must not be given when the spec has a "capability" already');
+    if (json && typeof json === 'object' && 'capability' in json)
+      throw new UsageError('--cap: must not be given when the spec has a "capability" already');
     try {
       json = { ...(json as object), capability: JSON.parse(fs.readFileSync(capPath, 'utf8')) };
     } catch (err) {

@@ -23,12 +23,20 @@ export function registerWorkbenchCommands(program: Command): void {
     .description('Check tool definitions against the five schema rules and the anti-patterns; exit 1 if any error is found.')
     .argument('[file]', 'JSON: an array of definitions, {"tools": [...]} (an MCP tools/list result) or one definition; - for stdin')
     .option('--mcp <command>', 'instead of a file: start this MCP server over stdio and lint the tools it lists')
-    .option('--timeout-ms <ms>', 'with --mcp: milliseconds allowed for the server to start and for each request', parseIntegerFlag('--timeout-ms', 100, 600_000), 30_000)
+    .option(
+      '--timeout-ms <ms>',
+      'with --mcp: milliseconds allowed for the server to start and for each request',
+      parseIntegerFlag('--timeout-ms', 100, 600_000),
+      30_000,
+    )
     .option('--json', 'print the findings as one JSON array', false)
     .action(async function (this: Command, file: string | undefined, opts: { mcp?: string; timeoutMs: number; json: boolean }) {
       await reportingUsage(this, async () => {
         if ((file === undefined) === (opts.mcp === undefined)) {
-          throw new InputError('FILE', 'be given (a file of tool definitions, or - for stdin), or else --mcp "<command>" — exactly one of them');
+          throw new InputError(
+            'FILE',
+            'be given (a file of tool definitions, or - for stdin), or else --mcp "<command>" — exactly one of them',
+          );
         }
         let document: unknown;
         let source: string;
@@ -75,7 +83,9 @@ export function registerWorkbenchCommands(program: Command): void {
         const width = Math.max(4, ...rows.map((r) => r.tool.length));
         console.log(`${'tool'.padEnd(width)}  ${'calls'.padStart(8)}  ${'malformed'.padStart(9)}  ${'rate'.padStart(8)}`);
         for (const r of rows) {
-          console.log(`${r.tool.padEnd(width)}  ${String(r.calls).padStart(8)}  ${String(r.malformed).padStart(9)}  ${percent(r.rate).padStart(8)}`);
+          console.log(
+            `${r.tool.padEnd(width)}  ${String(r.calls).padStart(8)}  ${String(r.malformed).padStart(9)}  ${percent(r.rate).padStart(8)}`,
+          );
         }
         console.log(`(${window}, database clock)`);
       });
@@ -84,13 +94,24 @@ export function registerWorkbenchCommands(program: Command): void {
   program
     .command('breakeven')
     .description('Break-even malformed-call rate for constrained decoding: p_break = L_gen · t_mask / T_repair (source formula 1).')
-    .requiredOption('--gen-tokens <n>', 'L_gen: output tokens in one tool call, an integer ≥ 1', parseIntegerFlag('--gen-tokens', 1, 1_000_000_000))
-    .requiredOption('--mask-ms <ms>', 't_mask: milliseconds the grammar mask adds per token, a number ≥ 0', parseNumberFlag('--mask-ms', false))
+    .requiredOption(
+      '--gen-tokens <n>',
+      'L_gen: output tokens in one tool call, an integer ≥ 1',
+      parseIntegerFlag('--gen-tokens', 1, 1_000_000_000),
+    )
+    .requiredOption(
+      '--mask-ms <ms>',
+      't_mask: milliseconds the grammar mask adds per token, a number ≥ 0',
+      parseNumberFlag('--mask-ms', false),
+    )
     .requiredOption('--repair-ms <ms>', 'T_repair: milliseconds one repair round costs, a number > 0', parseNumberFlag('--repair-ms', true))
     .option('--tool <name>', "compare with this tool's measured malformed rate (settle stats)")
     .option('--since <duration>', 'with --tool: measure over this window only, e.g. 7d', parseSince)
     .option('--json', 'JSON on stdout', false)
-    .action(async function (this: Command, opts: { genTokens: number; maskMs: number; repairMs: number; tool?: string; since?: Since; json: boolean }) {
+    .action(async function (
+      this: Command,
+      opts: { genTokens: number; maskMs: number; repairMs: number; tool?: string; since?: Since; json: boolean },
+    ) {
       await reportingUsage(this, async () => {
         const pBreak = breakEvenRate({ genTokens: opts.genTokens, maskMs: opts.maskMs, repairMs: opts.repairMs });
         let measured: ToolCallStats | undefined;
@@ -98,12 +119,21 @@ export function registerWorkbenchCommands(program: Command): void {
           const tool = opts.tool;
           const rows = await withCallStats((s) => s.stats({ tool, ...(opts.since === undefined ? {} : { sinceMs: opts.since.ms }) }));
           measured = rows[0];
-          if (!measured) throw new InputError('--tool', `name a tool with recorded calls (none for ${JSON.stringify(tool)}, ${windowText(opts.since)})`);
+          if (!measured)
+            throw new InputError('--tool', `name a tool with recorded calls (none for ${JSON.stringify(tool)}, ${windowText(opts.since)})`);
         }
         const paysOff = measured ? constrainedDecodingPaysOff(measured.rate, pBreak) : undefined;
         if (opts.json) {
-          const withMeasurement = measured ? { measured: { ...measured, window: windowText(opts.since) }, constrainedDecodingPaysOff: paysOff } : {};
-          console.log(JSON.stringify({ genTokens: opts.genTokens, maskMs: opts.maskMs, repairMs: opts.repairMs, pBreak, ...withMeasurement }, null, 2));
+          const withMeasurement = measured
+            ? { measured: { ...measured, window: windowText(opts.since) }, constrainedDecodingPaysOff: paysOff }
+            : {};
+          console.log(
+            JSON.stringify(
+              { genTokens: opts.genTokens, maskMs: opts.maskMs, repairMs: opts.repairMs, pBreak, ...withMeasurement },
+              null,
+              2,
+            ),
+          );
           return;
         }
         console.log(
@@ -147,7 +177,9 @@ export function registerWorkbenchCommands(program: Command): void {
           for (const t of m.tools) console.log(`  ${t.name.padEnd(width)}  ${String(t.tokens).padStart(6)}`);
           console.log(`  K = ${m.cost.tools} tools, mean S = ${formatNumber(m.cost.meanTokens, 2)} tokens`);
           console.log(`  per turn: K · S = ${formatNumber(m.cost.perTurn)} tokens`);
-          console.log(`  per trajectory: N · K · S = ${m.cost.turns} × ${m.cost.tools} × ${formatNumber(m.cost.meanTokens, 2)} = ${formatNumber(m.cost.perTrajectory)} tokens`);
+          console.log(
+            `  per trajectory: N · K · S = ${m.cost.turns} × ${m.cost.tools} × ${formatNumber(m.cost.meanTokens, 2)} = ${formatNumber(m.cost.perTrajectory)} tokens`,
+          );
         }
         if (vs && comparison) {
           const { difference, fractionLess } = comparison;
@@ -179,7 +211,14 @@ async function measureCatalog(file: string | undefined, turns: number, flag: str
     definitions = withSource(source, () => extractDefinitions(document));
   }
   const tools = definitions.map((d) => ({ name: d.name, tokens: countTokens(definitionText(d.published)) }));
-  return { source, tools, cost: catalogCost(tools.map((t) => t.tokens), turns) };
+  return {
+    source,
+    tools,
+    cost: catalogCost(
+      tools.map((t) => t.tokens),
+      turns,
+    ),
+  };
 }
 
 /** Runs a command body; an InputError becomes commander's one-line error with exit code 2. */
@@ -225,7 +264,9 @@ async function withCallStats<T>(fn: (stats: CallStats) => Promise<T>): Promise<T
     return await fn(new CallStats(db));
   } catch (err) {
     if ((err as { code?: string }).code === '42P01') {
-      throw new Error('the database has no settle_tool_calls table yet: migrate it (a worker migrates on start, or run `node --import tsx workers/migrate.ts`)');
+      throw new Error(
+        'the database has no settle_tool_calls table yet: migrate it (a worker migrates on start, or run `node --import tsx workers/migrate.ts`)',
+      );
     }
     throw err;
   } finally {
@@ -275,7 +316,10 @@ function percent(fraction: number): string {
 }
 
 function fraction(x: number): string {
-  return x.toPrecision(4).replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');
+  return x
+    .toPrecision(4)
+    .replace(/(\.\d*?)0+$/, '$1')
+    .replace(/\.$/, '');
 }
 
 function formatNumber(n: number, decimals = 0): string {

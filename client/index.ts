@@ -69,7 +69,10 @@ export class SettleClient {
    * and executes nothing twice.
    */
   async runTurn(trajectoryId: string, turn: number, calls: ProposedCall[]): Promise<RunTurnResult> {
-    return this.handle(trajectoryId).executeUpdate(runTurnUpdate, { args: [{ turn, calls }], updateId: runTurnUpdateId(trajectoryId, turn) });
+    return this.handle(trajectoryId).executeUpdate(runTurnUpdate, {
+      args: [{ turn, calls }],
+      updateId: runTurnUpdateId(trajectoryId, turn),
+    });
   }
 
   async finish(trajectoryId: string, outcome: FinishInput['outcome'], reason: string): Promise<void> {

@@ -23,9 +23,7 @@ export type Actor = `worker:${string}` | 'lease-expiry' | `probe:${string}` | `o
 
 /** What a reconciliation probe concluded from the environment (DESIGN.md §3). */
 export type ProbeVerdict<R = unknown> =
-  | { verdict: 'applied'; result: R; detail: string }
-  | { verdict: 'not_applied'; detail: string }
-  | { verdict: 'unknown'; detail: string };
+  { verdict: 'applied'; result: R; detail: string } | { verdict: 'not_applied'; detail: string } | { verdict: 'unknown'; detail: string };
 
 /** What a settled activity reports to the workflow for one attempt at one key. */
 export type CallOutcome<R = unknown> =

@@ -44,7 +44,9 @@ function ruleOf(issue: Issue, got: unknown): string {
           ? `have at least ${issue.minimum} items`
           : `be at least ${issue.minimum} (got ${shown})`;
     case 'invalid_format':
-      return issue.format === 'regex' ? `match the pattern ${(issue as { pattern?: string }).pattern} (got ${shown})` : `be a valid ${issue.format}`;
+      return issue.format === 'regex'
+        ? `match the pattern ${(issue as { pattern?: string }).pattern} (got ${shown})`
+        : `be a valid ${issue.format}`;
     case 'unrecognized_keys':
       return `contain only the declared fields; remove ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
     case 'invalid_value':

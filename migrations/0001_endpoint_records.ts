@@ -14,9 +14,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('call_id', 'text', (c) => c.notNull())
     .addColumn('tool', 'text', (c) => c.notNull())
     .addColumn('args', 'jsonb', (c) => c.notNull())
-    .addColumn('state', 'text', (c) =>
-      c.notNull().check(sql`state in ('IN_FLIGHT', 'COMPLETED', 'IN_DOUBT', 'NOT_EXECUTED')`),
-    )
+    .addColumn('state', 'text', (c) => c.notNull().check(sql`state in ('IN_FLIGHT', 'COMPLETED', 'IN_DOUBT', 'NOT_EXECUTED')`))
     // Fencing token: incremented by every new claim of the key.
     .addColumn('generation', 'integer', (c) => c.notNull().check(sql`generation >= 1`))
     // Database clock only; NULL unless IN_FLIGHT.
@@ -60,12 +58,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('detail', 'jsonb')
     .addColumn('at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema
-    .createIndex('settle_endpoint_events_key_idx')
-    .ifNotExists()
-    .on('settle_endpoint_events')
-    .columns(['key', 'id'])
-    .execute();
+  await db.schema.createIndex('settle_endpoint_events_key_idx').ifNotExists().on('settle_endpoint_events').columns(['key', 'id']).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -18,7 +18,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('call_id', 'text', (c) => c.notNull())
     // Tells apart distinct proposals that share a call id (e.g. a repair round re-using it);
     // 0 for the first. A re-delivery of the same proposal reuses its seq.
-    .addColumn('seq', 'integer', (c) => c.notNull().defaultTo(0).check(sql`seq >= 0`))
+    .addColumn('seq', 'integer', (c) =>
+      c
+        .notNull()
+        .defaultTo(0)
+        .check(sql`seq >= 0`),
+    )
     // As proposed; may name no tool of ours (an unknown tool is itself a malformed call).
     .addColumn('tool', 'text', (c) => c.notNull())
     .addColumn('valid', 'boolean', (c) => c.notNull())
@@ -28,7 +33,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint('settle_tool_calls_pkey', ['trajectory_id', 'turn', 'call_id', 'seq'])
     // A malformed call names its field and rule; a valid one names neither.
-    .addCheckConstraint('malformed_names_field_and_rule', sql`(valid and field is null and rule is null) or (not valid and field is not null and rule is not null)`)
+    .addCheckConstraint(
+      'malformed_names_field_and_rule',
+      sql`(valid and field is null and rule is null) or (not valid and field is not null and rule is not null)`,
+    )
     .execute();
 
   // `settle stats --since` reads a time window per tool.

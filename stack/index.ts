@@ -38,10 +38,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Stack
 }
 
 /** Starts both; if one fails, stops the other before rethrowing, so nothing is left running. */
-async function settleBoth(
-  pg: Promise<PostgresHandle>,
-  temporal: Promise<TemporalHandle>,
-): Promise<[PostgresHandle, TemporalHandle]> {
+async function settleBoth(pg: Promise<PostgresHandle>, temporal: Promise<TemporalHandle>): Promise<[PostgresHandle, TemporalHandle]> {
   const [a, b] = await Promise.allSettled([pg, temporal]);
   if (a.status === 'fulfilled' && b.status === 'fulfilled') return [a.value, b.value];
   if (a.status === 'fulfilled') await a.value.stop().catch(() => {});

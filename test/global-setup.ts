@@ -12,7 +12,6 @@ import { SETTLE_DIR } from '../stack/paths';
 import { WORKFLOWS_PATH } from '../workers/create-worker';
 import './support/provided-context';
 
-
 export default async function setup(project: TestProject) {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-test-'));
   fs.chmodSync(runDir, 0o755);

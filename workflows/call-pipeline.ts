@@ -171,7 +171,12 @@ function deniedByCapability(report: CallReport, component: string, reason: strin
  * Counts a proposal from a model or orchestrator (not the runtime's own compensations) for the
  * per-tool malformed-call rate. Gated by a patch: trajectories recorded before it replay as they ran.
  */
-export async function countProposal(ctx: CallContext, turn: number, call: ProposedCall, issue: { field: string; rule: string } | null): Promise<void> {
+export async function countProposal(
+  ctx: CallContext,
+  turn: number,
+  call: ProposedCall,
+  issue: { field: string; rule: string } | null,
+): Promise<void> {
   if (call.call_id.endsWith('#compensate') || !patched(PATCH_RECORD_PROPOSED_CALLS)) return;
   await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
@@ -255,7 +260,13 @@ async function executeSettled(
         report.state = 'COMPLETED';
         report.observation = outcome.result;
         report.resolution =
-          settledBy === 'probe' ? 'settled_by_probe' : settledBy === 'operator' ? 'settled_by_operator' : outcome.replayed ? 'replayed' : 'executed';
+          settledBy === 'probe'
+            ? 'settled_by_probe'
+            : settledBy === 'operator'
+              ? 'settled_by_operator'
+              : outcome.replayed
+                ? 'replayed'
+                : 'executed';
         break;
       case 'busy':
         report.state = 'IN_FLIGHT';
@@ -283,7 +294,11 @@ async function executeSettled(
 }
 
 /** Probes until the record leaves IN_DOUBT; escalates to an operator while the probe cannot tell. */
-async function settleInDoubt(ctx: CallContext, key: string, report: CallReport): Promise<{ by: 'probe' | 'operator'; state: RecordStateOrUnseen }> {
+async function settleInDoubt(
+  ctx: CallContext,
+  key: string,
+  report: CallReport,
+): Promise<{ by: 'probe' | 'operator'; state: RecordStateOrUnseen }> {
   const { state, input } = ctx;
   let round = 0;
   while (true) {
@@ -311,7 +326,10 @@ async function settleInDoubt(ctx: CallContext, key: string, report: CallReport):
 }
 
 /** The operator's verdict, applied by an activity (it writes the record). Used by the update handler. */
-export async function applyOperatorVerdict(state: TrajectoryState, s: { key: string; verdict: 'applied' | 'not_applied'; operator: string; reason: string }) {
+export async function applyOperatorVerdict(
+  state: TrajectoryState,
+  s: { key: string; verdict: 'applied' | 'not_applied'; operator: string; reason: string },
+) {
   const result = await settleByOperator(s);
   if (result.state !== 'IN_DOUBT') state.operatorSettled.set(s.key, result.state as RecordStateOrUnseen);
   return result;

@@ -29,7 +29,9 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
   }
   if (!args.turns && !input.model) {
     report.resolution = 'invalid';
-    report.observation = failed('invalid call: args.turns must be given unless this trajectory is model-driven (the sub-agent inherits its model)');
+    report.observation = failed(
+      'invalid call: args.turns must be given unless this trajectory is model-driven (the sub-agent inherits its model)',
+    );
     return report;
   }
   const n = state.reports.filter((r) => r.tool === 'spawn_subagent' && r.key !== null).length;
@@ -68,7 +70,12 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
         subagent: childId,
         outcome: result.outcome,
         final_answer: result.finalAnswer ?? null,
-        calls: result.calls.map((c) => ({ tool: c.tool, resolution: c.resolution, exit_status: c.observation?.exit_status ?? null, error: c.observation?.error ?? null })),
+        calls: result.calls.map((c) => ({
+          tool: c.tool,
+          resolution: c.resolution,
+          exit_status: c.observation?.exit_status ?? null,
+          error: c.observation?.error ?? null,
+        })),
       }),
     );
   } catch (err) {

@@ -254,7 +254,11 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
       continue;
     }
     ctx.state.publish('running', `trajectory ${why}: compensating ${original.tool} ${original.key!.slice(0, 8)}…`);
-    const report = await runCall(ctx, original.turn, { call_id: compensationCallId({ call_id: original.callId }), tool: plan.tool, args: plan.args });
+    const report = await runCall(ctx, original.turn, {
+      call_id: compensationCallId({ call_id: original.callId }),
+      tool: plan.tool,
+      args: plan.args,
+    });
     original.compensatedBy = report.key;
     done.push({ forKey: original.key!, tool: plan.tool, key: report.key, resolution: report.resolution, observation: report.observation });
   }

@@ -23,7 +23,8 @@ export async function attenuate(
   const parent = parsed.data;
   const signature = verifySignature(parent, deps.ring);
   if (!signature.allowed) return { ok: false, component: signature.component, reason: `parent: ${signature.reason}` };
-  if (requester && parent.body.aud !== requester) return { ok: false, component: 'audience', reason: `the parent capability belongs to ${parent.body.aud}, not ${requester}` };
+  if (requester && parent.body.aud !== requester)
+    return { ok: false, component: 'audience', reason: `the parent capability belongs to ${parent.body.aud}, not ${requester}` };
   const verdict = attenuationVerdict(parent.body, child);
   if (!verdict.allowed) return { ok: false, component: verdict.component, reason: verdict.reason };
   const token = sign(

@@ -32,7 +32,10 @@ export async function authorize(
     const parsed = CapabilityToken.safeParse(rawToken);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      return { verdict: { allowed: false, component: 'format', reason: `capability.${issue.path.join('.')}: ${issue.message}` }, network: false };
+      return {
+        verdict: { allowed: false, component: 'format', reason: `capability.${issue.path.join('.')}: ${issue.message}` },
+        network: false,
+      };
     }
     const signature = verifySignature(parsed.data, deps.ring);
     if (!signature.allowed) return { verdict: signature, network: false };
@@ -49,7 +52,8 @@ export async function authorize(
     const digest = tokenDigest(token);
     if (token.body.depth === 0) await deps.budgets.ensure(digest, token.body.aud, token.body.pred.budget);
     const charge = await deps.budgets.charge(digest, request.key, request.cost);
-    if (charge === 'exhausted') return { verdict: { allowed: false, component: 'budget', reason: `budget of ${token.body.pred.budget} exhausted` }, network: false };
+    if (charge === 'exhausted')
+      return { verdict: { allowed: false, component: 'budget', reason: `budget of ${token.body.pred.budget} exhausted` }, network: false };
   }
   return { verdict: { allowed: true }, network: token.body.rights.includes('connect') };
 }

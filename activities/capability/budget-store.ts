@@ -83,9 +83,29 @@ export class BudgetStore {
   }
 
   async get(digest: string): Promise<BudgetRow | undefined> {
-    const { rows } = await sql<{ digest: string; audience: string; parent_digest: string | null; budget: string; spent: string; reserved: string; closed: boolean }>`
-      select digest, audience, parent_digest, budget, spent, reserved, closed from settle_capability_budgets where digest = ${digest}`.execute(this.db);
+    const { rows } = await sql<{
+      digest: string;
+      audience: string;
+      parent_digest: string | null;
+      budget: string;
+      spent: string;
+      reserved: string;
+      closed: boolean;
+    }>`
+      select digest, audience, parent_digest, budget, spent, reserved, closed from settle_capability_budgets where digest = ${digest}`.execute(
+      this.db,
+    );
     const r = rows[0];
-    return r && { digest: r.digest, audience: r.audience, parentDigest: r.parent_digest, budget: Number(r.budget), spent: Number(r.spent), reserved: Number(r.reserved), closed: r.closed };
+    return (
+      r && {
+        digest: r.digest,
+        audience: r.audience,
+        parentDigest: r.parent_digest,
+        budget: Number(r.budget),
+        spent: Number(r.spent),
+        reserved: Number(r.reserved),
+        closed: r.closed,
+      }
+    );
   }
 }

@@ -28,12 +28,18 @@ export function loadKeyRing(env: NodeJS.ProcessEnv = process.env): KeyRing {
     }
   }
   const keys = new Map<string, Buffer>();
-  for (const [i, entry] of text.split(',').map((s) => s.trim()).filter(Boolean).entries()) {
+  for (const [i, entry] of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .entries()) {
     const colon = entry.indexOf(':');
     const kid = entry.slice(0, colon);
     const secret = Buffer.from(entry.slice(colon + 1), 'base64');
-    if (colon < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(kid)) throw new InputError(`${KEYS_VARIABLE}[${i}]`, 'be kid:base64secret with a kid of letters, digits, . _ -');
-    if (secret.length < MIN_SECRET_BYTES) throw new InputError(`${KEYS_VARIABLE}[${i}] (${kid})`, `hold a secret of at least ${MIN_SECRET_BYTES} bytes (got ${secret.length})`);
+    if (colon < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(kid))
+      throw new InputError(`${KEYS_VARIABLE}[${i}]`, 'be kid:base64secret with a kid of letters, digits, . _ -');
+    if (secret.length < MIN_SECRET_BYTES)
+      throw new InputError(`${KEYS_VARIABLE}[${i}] (${kid})`, `hold a secret of at least ${MIN_SECRET_BYTES} bytes (got ${secret.length})`);
     if (keys.has(kid)) throw new InputError(`${KEYS_VARIABLE}[${i}]`, `not repeat key id ${kid}`);
     keys.set(kid, secret);
   }

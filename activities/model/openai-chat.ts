@@ -22,7 +22,10 @@ export async function callChatCompletions(request: ModelRequest, env: NodeJS.Pro
   if (config.apiKeyEnv) {
     const key = env[config.apiKeyEnv];
     if (!key) {
-      throw ApplicationFailure.nonRetryable(`model.apiKeyEnv: environment variable ${config.apiKeyEnv} must be set on the worker`, 'SettleModelConfig');
+      throw ApplicationFailure.nonRetryable(
+        `model.apiKeyEnv: environment variable ${config.apiKeyEnv} must be set on the worker`,
+        'SettleModelConfig',
+      );
     }
     headers.authorization = `Bearer ${key}`;
   }
@@ -37,7 +40,12 @@ export async function callChatCompletions(request: ModelRequest, env: NodeJS.Pro
     tool_choice: 'auto',
   };
   const url = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-  const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
   const text = await response.text();
   if (!response.ok) {
     const failure = `model server ${url} answered ${response.status}: ${text.slice(0, 500)}`;
@@ -69,7 +77,10 @@ function parseReply(text: string): ModelReply {
   const calls: ChatToolCall[] = (message.tool_calls ?? []).map((c: any, i: number) => ({
     id: String(c.id ?? `call_${i}`),
     type: 'function',
-    function: { name: String(c.function?.name ?? ''), arguments: typeof c.function?.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function?.arguments ?? {}) },
+    function: {
+      name: String(c.function?.name ?? ''),
+      arguments: typeof c.function?.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function?.arguments ?? {}),
+    },
   }));
   if (calls.length > 0) return { kind: 'tool_calls', content: message.content ?? null, calls, totalTokens };
   return { kind: 'final', content: String(message.content ?? ''), totalTokens };

@@ -194,7 +194,7 @@ class LeaseKeeper {
 
   assertHeld(): void {
     const age = performance.now() - this.lastRenewalSentAt;
-    if (this.lost) throw new LeaseLost('the lease was lost (renewal refused, or lapsed on this process\'s clock); not starting the effect');
+    if (this.lost) throw new LeaseLost("the lease was lost (renewal refused, or lapsed on this process's clock); not starting the effect");
     if (age > this.options.leaseMs - this.marginMs) {
       throw new LeaseLost(`last lease renewal was ${Math.round(age)} ms ago (lease ${this.options.leaseMs} ms); not starting the effect`);
     }

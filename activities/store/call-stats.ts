@@ -93,7 +93,8 @@ export class CallStats {
       .groupBy('tool')
       .orderBy('tool');
     if (options.sinceMs !== undefined) {
-      if (!Number.isFinite(options.sinceMs) || options.sinceMs <= 0) throw new RangeError(`sinceMs must be a number > 0 (got ${options.sinceMs})`);
+      if (!Number.isFinite(options.sinceMs) || options.sinceMs <= 0)
+        throw new RangeError(`sinceMs must be a number > 0 (got ${options.sinceMs})`);
       query = query.where('at', '>=', sql<Date>`now() - make_interval(secs => ${options.sinceMs / 1000})`);
     }
     if (options.tool !== undefined) query = query.where('tool', '=', options.tool);

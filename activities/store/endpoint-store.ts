@@ -76,13 +76,9 @@ export type ClaimResult =
   | { kind: 'in_doubt'; record: EndpointRecord; leaseExpiredNow: boolean };
 
 /** A fenced write either applied, or was refused because the record is no longer in that state/generation. */
-export type FencedWrite =
-  | { ok: true; record: EndpointRecord }
-  | { ok: false; current: { state: RecordState; generation: number } | null };
+export type FencedWrite = { ok: true; record: EndpointRecord } | { ok: false; current: { state: RecordState; generation: number } | null };
 
-export type Settlement =
-  | { as: 'COMPLETED'; result: unknown }
-  | { as: 'NOT_EXECUTED' };
+export type Settlement = { as: 'COMPLETED'; result: unknown } | { as: 'NOT_EXECUTED' };
 
 export interface ListFilter {
   state?: RecordState;
@@ -211,7 +207,11 @@ export class EndpointStore {
   /** Records the call's intent (pre-state facts a probe will need). Only by the live claim. */
   async recordIntent(key: string, generation: number, intent: unknown, actor: Actor): Promise<FencedWrite> {
     const json = JSON.stringify(intent ?? null);
-    return this.transition(this.statements.intent, { key, generation, actor, detail: `{"op":"intent","intent":${json}}`, intent: json }, 'intent');
+    return this.transition(
+      this.statements.intent,
+      { key, generation, actor, detail: `{"op":"intent","intent":${json}}`, intent: json },
+      'intent',
+    );
   }
 
   /**
@@ -241,12 +241,20 @@ export class EndpointStore {
 
   /** The tool proved that no effect happened: NOT_EXECUTED, so the key may be claimed again. */
   async releaseNoEffect(key: string, generation: number, reason: string, actor: Actor): Promise<FencedWrite> {
-    return this.transition(this.statements.release, { key, generation, actor, detail: JSON.stringify({ op: 'release', reason }), reason }, 'release');
+    return this.transition(
+      this.statements.release,
+      { key, generation, actor, detail: JSON.stringify({ op: 'release', reason }), reason },
+      'release',
+    );
   }
 
   /** Execution ended with an unknown effect. The key stays claimed until a probe or operator settles it. */
   async markInDoubt(key: string, generation: number, reason: string, actor: Actor): Promise<FencedWrite> {
-    return this.transition(this.statements.inDoubt, { key, generation, actor, detail: JSON.stringify({ op: 'in_doubt', reason }), reason }, 'in_doubt');
+    return this.transition(
+      this.statements.inDoubt,
+      { key, generation, actor, detail: JSON.stringify({ op: 'in_doubt', reason }), reason },
+      'in_doubt',
+    );
   }
 
   /** Settles an IN_DOUBT record with the generation it was read at, recording who and why. */
@@ -301,9 +309,7 @@ export class EndpointStore {
           .where('updated_at', '<', sql<Date>`now() - ${olderThanMs} * interval '1 millisecond'`)
           .returning('key'),
       )
-      .with('purged_events', (db) =>
-        db.deleteFrom(EVENTS).where('key', 'in', (eb) => eb.selectFrom('purged').select('purged.key')),
-      )
+      .with('purged_events', (db) => db.deleteFrom(EVENTS).where('key', 'in', (eb) => eb.selectFrom('purged').select('purged.key')))
       .selectFrom('purged')
       .select((eb) => eb.fn.countAll<string>().as('n'))
       .executeTakeFirstOrThrow();

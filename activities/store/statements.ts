@@ -60,7 +60,12 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                 .doUpdateSet((eb) => {
                   const wasNotExecuted = eb(`${RECORDS}.state`, '=', 'NOT_EXECUTED');
                   return {
-                    state: eb.case().when(wasNotExecuted).then(sql.lit<RecordState>('IN_FLIGHT')).else(sql.lit<RecordState>('IN_DOUBT')).end(),
+                    state: eb
+                      .case()
+                      .when(wasNotExecuted)
+                      .then(sql.lit<RecordState>('IN_FLIGHT'))
+                      .else(sql.lit<RecordState>('IN_DOUBT'))
+                      .end(),
                     generation: eb
                       .case()
                       .when(wasNotExecuted)
@@ -69,7 +74,12 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                       .end(),
                     lease_until: eb.case().when(wasNotExecuted).then(eb.ref('excluded.lease_until')).else(null).end(),
                     holder: eb.case().when(wasNotExecuted).then(eb.ref('excluded.holder')).else(null).end(),
-                    intent: eb.case().when(wasNotExecuted).then(null).else(eb.ref(`${RECORDS}.intent`)).end(),
+                    intent: eb
+                      .case()
+                      .when(wasNotExecuted)
+                      .then(null)
+                      .else(eb.ref(`${RECORDS}.intent`))
+                      .end(),
                     detail: eb
                       .case()
                       .when(wasNotExecuted)
@@ -108,8 +118,16 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                   .end()
                   .as('from_state'),
                 'claimed.state',
-                s.case().when('claimed.state', '=', sql.lit('IN_FLIGHT')).then(sql<string>`${p.actor}::text`).else(sql.lit('lease-expiry')).end().as('actor'),
-                sql<string>`jsonb_build_object('holder', ${p.holder}::text, 'lease_ms', ${p.lease_ms}::int) || ${p.extra}::jsonb`.as('detail'),
+                s
+                  .case()
+                  .when('claimed.state', '=', sql.lit('IN_FLIGHT'))
+                  .then(sql<string>`${p.actor}::text`)
+                  .else(sql.lit('lease-expiry'))
+                  .end()
+                  .as('actor'),
+                sql<string>`jsonb_build_object('holder', ${p.holder}::text, 'lease_ms', ${p.lease_ms}::int) || ${p.extra}::jsonb`.as(
+                  'detail',
+                ),
               ]),
             ),
         )
@@ -175,7 +193,11 @@ export function transitionStatement<P extends TransitionParams>(
             .select(['key', 'state'])
             .where('key', '=', p.key)
             .where('generation', '=', p.generation)
-            .where('state', 'in', spec.from.map((s) => sql.lit(s)));
+            .where(
+              'state',
+              'in',
+              spec.from.map((s) => sql.lit(s)),
+            );
           if (spec.extraWhere) q = q.where(spec.extraWhere);
           return q.forUpdate();
         })

@@ -96,7 +96,10 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     if (hash === intent.sha256_before) {
       return { verdict: 'not_applied', detail: `sha256 ${short(hash)} = recorded before` };
     }
-    return { verdict: 'unknown', detail: `sha256 ${short(hash)} matches neither before ${short(intent.sha256_before)} nor after ${short(intent.sha256_after)}` };
+    return {
+      verdict: 'unknown',
+      detail: `sha256 ${short(hash)} matches neither before ${short(intent.sha256_before)} nor after ${short(intent.sha256_after)}`,
+    };
   },
 };
 

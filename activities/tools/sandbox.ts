@@ -113,17 +113,25 @@ function bubblewrapArgs(r: SandboxRequest): string[] {
     .flatMap((p) => ['--ro-bind', p, p]);
   return [
     ...roBinds,
-    '--proc', '/proc',
-    '--dev', '/dev',
-    '--tmpfs', '/tmp',
-    '--bind', r.workspace, r.workspace,
-    '--chdir', r.workspace,
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    r.workspace,
+    r.workspace,
+    '--chdir',
+    r.workspace,
     '--unshare-all',
     ...(r.network ? ['--share-net'] : []),
     '--die-with-parent',
     '--new-session',
     '--',
-    '/bin/bash', '-c', r.command,
+    '/bin/bash',
+    '-c',
+    r.command,
   ];
 }
 

@@ -3,7 +3,8 @@ import fs from 'node:fs/promises';
 
 export const MAX_TEXT_FILE_BYTES = 5 * 1024 * 1024;
 
-export type TextFile = { kind: 'text'; text: string } | { kind: 'binary' } | { kind: 'too_large'; bytes: number } | { kind: 'missing' } | { kind: 'not_a_file' };
+export type TextFile =
+  { kind: 'text'; text: string } | { kind: 'binary' } | { kind: 'too_large'; bytes: number } | { kind: 'missing' } | { kind: 'not_a_file' };
 
 export async function readTextFile(p: string): Promise<TextFile> {
   let stat;

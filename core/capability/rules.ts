@@ -62,7 +62,10 @@ export function objectContains(object: string, target: Target): boolean {
   }
 }
 
-export function parseObject(object: string, field = 'object'): Target & ({ kind: 'path'; path: string } | { kind: 'host'; host: string } | { kind: 'repo'; repo: string }) {
+export function parseObject(
+  object: string,
+  field = 'object',
+): Target & ({ kind: 'path'; path: string } | { kind: 'host'; host: string } | { kind: 'repo'; repo: string }) {
   const colon = object.indexOf(':');
   const kind = object.slice(0, colon);
   const value = object.slice(colon + 1);
@@ -121,11 +124,14 @@ export function attenuationVerdict(parent: CapabilityBody, child: ChildRequest):
       if (err instanceof InputError) return deny('objects', err.message);
       throw err;
     }
-    if (!parent.objects.some((p) => objectContains(p, target))) return deny('objects', `${o} is not within the parent's ${parent.objects.join(', ')}`);
+    if (!parent.objects.some((p) => objectContains(p, target)))
+      return deny('objects', `${o} is not within the parent's ${parent.objects.join(', ')}`);
   }
-  if (child.max_cost > parent.pred.max_cost) return deny('cost', `per-call ceiling ${child.max_cost} exceeds the parent's ${parent.pred.max_cost}`);
+  if (child.max_cost > parent.pred.max_cost)
+    return deny('cost', `per-call ceiling ${child.max_cost} exceeds the parent's ${parent.pred.max_cost}`);
   if (child.budget > parent.pred.budget) return deny('budget', `budget ${child.budget} exceeds the parent's ${parent.pred.budget}`);
-  if (child.exp > parent.exp) return deny('expiry', `expiry ${new Date(child.exp).toISOString()} is later than the parent's ${new Date(parent.exp).toISOString()}`);
+  if (child.exp > parent.exp)
+    return deny('expiry', `expiry ${new Date(child.exp).toISOString()} is later than the parent's ${new Date(parent.exp).toISOString()}`);
   if (parent.depth >= 16) return deny('format', 'the delegation chain is at its maximum depth (16)');
   return { allowed: true };
 }

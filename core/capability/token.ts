@@ -25,7 +25,11 @@ export const ObjectSpec = z
 export const CapabilityBody = z
   .object({
     v: z.literal(1),
-    kid: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/),
+    kid: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9._-]+$/),
     aud: z.string().min(1).max(255),
     rights: z.array(z.enum(RIGHTS)).min(1).max(4),
     objects: z.array(ObjectSpec).min(1).max(64),
@@ -40,7 +44,10 @@ export const CapabilityBody = z
     /** Expiry, epoch milliseconds. */
     exp: z.number().int().min(0).max(8.64e15),
     /** Digest of the parent token; null for a root capability. */
-    parent: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+    parent: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
     depth: z.number().int().min(0).max(16),
   })
   .strict();

@@ -50,7 +50,14 @@ function definitionAt(value: unknown, pointer: string, field: string, wrapper?: 
   } else if (typeof value.$schema === 'string') {
     dialect = { uri: value.$schema, pointer: appendPointer(pointer, '$schema') };
   }
-  return { name, published: wrapper ?? value, description: typeof description === 'string' ? description : undefined, schema, schemaPointer, dialect };
+  return {
+    name,
+    published: wrapper ?? value,
+    description: typeof description === 'string' ? description : undefined,
+    schema,
+    schemaPointer,
+    dialect,
+  };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

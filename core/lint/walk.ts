@@ -37,7 +37,8 @@ export function* walkSchema(schema: unknown, pointer: string, role: SchemaRole =
   if (!isObject(schema)) return;
   yield { node: schema, pointer, role, ...(name === undefined ? {} : { name }) };
   if (isObject(schema.properties)) {
-    for (const [key, sub] of Object.entries(schema.properties)) yield* walkSchema(sub, appendPointer(pointer, 'properties', key), 'property', key);
+    for (const [key, sub] of Object.entries(schema.properties))
+      yield* walkSchema(sub, appendPointer(pointer, 'properties', key), 'property', key);
   }
   for (const key of MAP_KEYS) {
     if (!isObject(schema[key])) continue;

@@ -12,7 +12,9 @@ export const BashExecuteArgs = z
       .min(1000)
       .max(300_000)
       .default(30_000)
-      .describe('Wall-clock limit in milliseconds, 1000 to 300000 (default 30000 when absent); the whole process group is killed at the limit.'),
+      .describe(
+        'Wall-clock limit in milliseconds, 1000 to 300000 (default 30000 when absent); the whole process group is killed at the limit.',
+      ),
   })
   .strict()
   .describe(

@@ -4,16 +4,19 @@
  */
 import type { ProposedCall } from '../calls';
 
-export type Compensation =
-  | { kind: 'call'; tool: string; args: Record<string, unknown> }
-  | { kind: 'none'; reason: string };
+export type Compensation = { kind: 'call'; tool: string; args: Record<string, unknown> } | { kind: 'none'; reason: string };
 
 export function compensationFor(tool: string, args: Record<string, unknown>): Compensation {
   switch (tool) {
     case 'file_edit': {
       // The inverse edit: the replacement back to the original. It only applies while the file
       // still holds what the edit wrote; otherwise file_edit reports the match count and changes nothing.
-      const { path, old_str, new_str, allow_multiple } = args as { path: string; old_str: string; new_str: string; allow_multiple: boolean };
+      const { path, old_str, new_str, allow_multiple } = args as {
+        path: string;
+        old_str: string;
+        new_str: string;
+        allow_multiple: boolean;
+      };
       if (new_str === '') return { kind: 'none', reason: 'the edit deleted text; there is no block left to locate and restore' };
       return { kind: 'call', tool: 'file_edit', args: { path, old_str: new_str, new_str: old_str, allow_multiple } };
     }

@@ -11,11 +11,7 @@ export const FILE_EDIT = 'file_edit';
 export const FileEditArgs = z
   .object({
     path: absolutePath('Absolute path to the target file, inside the workspace root.'),
-    old_str: z
-      .string()
-      .min(1)
-      .max(65536)
-      .describe('The exact block to replace, including indentation and newlines.'),
+    old_str: z.string().min(1).max(65536).describe('The exact block to replace, including indentation and newlines.'),
     new_str: z.string().max(65536).describe('The replacement text. May be empty to delete old_str.'),
     allow_multiple: z
       .boolean()

@@ -56,7 +56,15 @@ function mint(over: Partial<Parameters<typeof sign>[0]> = {}, r: KeyRing = ring)
 
 let keySeq = 0;
 async function check(token: unknown, target: Target, over: Partial<AccessRequest> = {}, withBudget = false) {
-  const req = { op: 'read' as const, target, cost: 1, audience: 'traj-A', nowMs: Date.now(), key: `k-${uniqueId('call')}-${keySeq++}`, ...over };
+  const req = {
+    op: 'read' as const,
+    target,
+    cost: 1,
+    audience: 'traj-A',
+    nowMs: Date.now(),
+    key: `k-${uniqueId('call')}-${keySeq++}`,
+    ...over,
+  };
   return (await authorize(token, req, { ring, budgets: withBudget ? budgets : null })).verdict;
 }
 const p = (x: string): Target => ({ kind: 'path', path: x });
@@ -126,14 +134,23 @@ describe('attacks are denied with the right component', () => {
     const reordered = { sig: token.sig, body: Object.fromEntries(Object.entries(token.body).reverse()) };
     expect(await check(reordered, p(ws))).toEqual({ allowed: true }); // same body, other member order: verified in full
     const rotated = { signingKid: 'k2', keys: new Map([['k2', Buffer.alloc(32, 9)]]) };
-    const verdict = (await authorize(token, { op: 'read', target: p(ws), cost: 1, audience: 'traj-A', nowMs: Date.now(), key: 'r' }, { ring: rotated, budgets: null })).verdict;
+    const verdict = (
+      await authorize(
+        token,
+        { op: 'read', target: p(ws), cost: 1, audience: 'traj-A', nowMs: Date.now(), key: 'r' },
+        { ring: rotated, budgets: null },
+      )
+    ).verdict;
     expect(verdict).toMatchObject({ allowed: false, component: 'kid' });
   });
 
   it('a swapped signature (from another valid token) is denied', async () => {
     const a = mint();
     const b = mint({ objects: [`path:${outside}`] });
-    expect(await check({ body: b.body, sig: a.sig }, p(path.join(outside, 'secret.txt')))).toMatchObject({ allowed: false, component: 'signature' });
+    expect(await check({ body: b.body, sig: a.sig }, p(path.join(outside, 'secret.txt')))).toMatchObject({
+      allowed: false,
+      component: 'signature',
+    });
   });
 
   it('an unknown key id is denied', async () => {
@@ -152,14 +169,18 @@ describe('attacks are denied with the right component', () => {
   it('a malformed token is denied as format, naming the field', async () => {
     const token = mint();
     expect(await check({ ...token, sig: 'short' }, p(ws))).toMatchObject({ allowed: false, component: 'format' });
-    expect(await check({ body: { ...token.body, extra: 1 }, sig: token.sig }, p(ws))).toMatchObject({ allowed: false, component: 'format' });
+    expect(await check({ body: { ...token.body, extra: 1 }, sig: token.sig }, p(ws))).toMatchObject({
+      allowed: false,
+      component: 'format',
+    });
   });
 });
 
 describe('budget', () => {
   it('charges each call key once, and denies once the budget is spent', async () => {
     const token = mint({ aud: uniqueId('budget'), pred: { max_cost: 5, budget: 12 } });
-    const at = (key: string, cost: number) => authorize(token, { op: 'read', target: p(ws), cost, audience: token.body.aud, nowMs: Date.now(), key }, { ring, budgets });
+    const at = (key: string, cost: number) =>
+      authorize(token, { op: 'read', target: p(ws), cost, audience: token.body.aud, nowMs: Date.now(), key }, { ring, budgets });
     expect((await at('c1', 5)).verdict).toEqual({ allowed: true });
     expect((await at('c1', 5)).verdict).toEqual({ allowed: true }); // a retry of the same call: not charged again
     expect((await at('c2', 5)).verdict).toEqual({ allowed: true });
@@ -188,12 +209,19 @@ describe('attenuation', () => {
     if (!result.ok) throw new Error(result.reason);
     expect(result.token.body).toMatchObject({ parent: tokenDigest(parent), depth: 1, rights: ['read'], kid: 'k1' });
     expect(await check(result.token, p(path.join(ws, 'src', 'a.ts')), { audience: result.token.body.aud })).toEqual({ allowed: true });
-    expect(await check(result.token, p(path.join(ws, 'café')), { audience: result.token.body.aud })).toMatchObject({ allowed: false, component: 'objects' });
+    expect(await check(result.token, p(path.join(ws, 'café')), { audience: result.token.body.aud })).toMatchObject({
+      allowed: false,
+      component: 'objects',
+    });
     expect(await budgets.get(tokenDigest(parent))).toMatchObject({ reserved: 5, spent: 0 });
 
     // The child spends 3 of 5; when it ends, 2 return to the parent and 3 count as spent there.
     for (const k of ['x1', 'x2', 'x3']) {
-      await authorize(result.token, { op: 'read', target: p(ws + '/src'), cost: 1, audience: result.token.body.aud, nowMs: Date.now(), key: `${result.digest}:${k}` }, { ring, budgets });
+      await authorize(
+        result.token,
+        { op: 'read', target: p(ws + '/src'), cost: 1, audience: result.token.body.aud, nowMs: Date.now(), key: `${result.digest}:${k}` },
+        { ring, budgets },
+      );
     }
     await budgets.closeChild(result.digest);
     await budgets.closeChild(result.digest); // idempotent
@@ -224,7 +252,12 @@ describe('attenuation', () => {
   it('refuses a parent that is not the requester’s, or forged', async () => {
     const parent = mint({ aud: 'someone-else' });
     expect(await attenuate(parent, child(), 'me', { ring, budgets })).toMatchObject({ ok: false, component: 'audience' });
-    expect(await attenuate({ body: { ...parent.body, rights: ['read', 'write', 'exec'] }, sig: parent.sig }, child(), 'someone-else', { ring, budgets })).toMatchObject({
+    expect(
+      await attenuate({ body: { ...parent.body, rights: ['read', 'write', 'exec'] }, sig: parent.sig }, child(), 'someone-else', {
+        ring,
+        budgets,
+      }),
+    ).toMatchObject({
       ok: false,
       component: 'signature',
     });

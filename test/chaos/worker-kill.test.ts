@@ -26,7 +26,10 @@ afterAll(async () => {
   await db.destroy();
 });
 
-function startWorkerProcess(taskQueue: string, failpoints = ''): { child: ChildProcess; exited: Promise<NodeJS.Signals | number | null>; output: () => string } {
+function startWorkerProcess(
+  taskQueue: string,
+  failpoints = '',
+): { child: ChildProcess; exited: Promise<NodeJS.Signals | number | null>; output: () => string } {
   const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
     env: {
       ...process.env,
@@ -74,7 +77,18 @@ async function crashScenario(
         {
           workspace,
           leaseMs: 2_000,
-          turns: [{ turn: 0, calls: [scenario.call?.(file) ?? { call_id: 'scale', tool: 'file_edit', args: { path: file, old_str: 'replicas=1', new_str: 'replicas=2' } }] }],
+          turns: [
+            {
+              turn: 0,
+              calls: [
+                scenario.call?.(file) ?? {
+                  call_id: 'scale',
+                  tool: 'file_edit',
+                  args: { path: file, old_str: 'replicas=1', new_str: 'replicas=2' },
+                },
+              ],
+            },
+          ],
         },
       ],
     });
@@ -143,7 +157,9 @@ describe('worker killed mid-effect', () => {
           handle.executeUpdate(settleCallUpdate, { args: [{ key, verdict: 'applied', operator: '', reason: 'x' }] }),
         ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/operator must be a non-empty name/) } });
         const settled = await handle.executeUpdate(settleCallUpdate, {
-          args: [{ key, verdict: 'applied', operator: 'alice', reason: 'deploy log shows replicas=2 was applied before the manual change' }],
+          args: [
+            { key, verdict: 'applied', operator: 'alice', reason: 'deploy log shows replicas=2 was applied before the manual change' },
+          ],
         });
         expect(settled).toEqual({ state: 'COMPLETED' });
       },

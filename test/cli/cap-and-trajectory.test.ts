@@ -19,22 +19,88 @@ describe('settle cap', () => {
   it('mints, checks (0 allowed, 3 denied naming the component), attenuates and shows', () => {
     const dir = tempWorkspace('capcli');
     const root = path.join(dir, 'root.json');
-    expect(settle(['cap', 'mint', '--audience', 't', '--rights', 'read,write', '--objects', `path:${dir}`, '--max-cost', '10', '--budget', '100', '--expires-in', '1h', '--out', root]).code).toBe(0);
+    expect(
+      settle([
+        'cap',
+        'mint',
+        '--audience',
+        't',
+        '--rights',
+        'read,write',
+        '--objects',
+        `path:${dir}`,
+        '--max-cost',
+        '10',
+        '--budget',
+        '100',
+        '--expires-in',
+        '1h',
+        '--out',
+        root,
+      ]).code,
+    ).toBe(0);
     expect(fs.statSync(root).mode & 0o777).toBe(0o600);
 
-    const check = (...extra: string[]) => settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't', ...extra]);
+    const check = (...extra: string[]) =>
+      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't', ...extra]);
     expect(check()).toMatchObject({ code: 0, stdout: 'allowed\n' });
     const denied = settle(['cap', 'check', '--cap', root, '--op', 'exec', '--target', `${dir}/a`, '--cost', '1', '--audience', 't']);
     expect(denied.code).toBe(3);
     expect(denied.stdout.trim()).toBe('denied (rights): exec is not among read, write');
-    expect(settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}-x/a`, '--cost', '1', '--audience', 't']).stdout).toMatch(/^denied \(objects\)/);
-    expect(settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 'other']).stdout).toMatch(/^denied \(audience\)/);
+    expect(
+      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}-x/a`, '--cost', '1', '--audience', 't']).stdout,
+    ).toMatch(/^denied \(objects\)/);
+    expect(
+      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 'other']).stdout,
+    ).toMatch(/^denied \(audience\)/);
     // Verified with another key ring: unknown key id.
-    expect(settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't'], { SETTLE_CAP_KEYS: `k9:${Buffer.alloc(32, 4).toString('base64')}` })).toMatchObject({ code: 3, stdout: expect.stringMatching(/^denied \(kid\)/) });
+    expect(
+      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't'], {
+        SETTLE_CAP_KEYS: `k9:${Buffer.alloc(32, 4).toString('base64')}`,
+      }),
+    ).toMatchObject({ code: 3, stdout: expect.stringMatching(/^denied \(kid\)/) });
 
     const child = path.join(dir, 'child.json');
-    expect(settle(['cap', 'attenuate', '--parent', root, '--audience', 't/sub-1', '--rights', 'read', '--objects', `path:${dir}/sub`, '--max-cost', '5', '--budget', '10', '--expires-in', '30m', '--out', child]).code).toBe(0);
-    const wider = settle(['cap', 'attenuate', '--parent', root, '--audience', 't/sub-2', '--rights', 'read,exec', '--objects', `path:${dir}`, '--max-cost', '5', '--budget', '10', '--expires-in', '30m']);
+    expect(
+      settle([
+        'cap',
+        'attenuate',
+        '--parent',
+        root,
+        '--audience',
+        't/sub-1',
+        '--rights',
+        'read',
+        '--objects',
+        `path:${dir}/sub`,
+        '--max-cost',
+        '5',
+        '--budget',
+        '10',
+        '--expires-in',
+        '30m',
+        '--out',
+        child,
+      ]).code,
+    ).toBe(0);
+    const wider = settle([
+      'cap',
+      'attenuate',
+      '--parent',
+      root,
+      '--audience',
+      't/sub-2',
+      '--rights',
+      'read,exec',
+      '--objects',
+      `path:${dir}`,
+      '--max-cost',
+      '5',
+      '--budget',
+      '10',
+      '--expires-in',
+      '30m',
+    ]);
     expect(wider.code).toBe(3);
     expect(wider.stderr.trim()).toBe('settle: attenuation refused (rights): the child asks for exec, which the parent does not hold');
 
@@ -50,7 +116,22 @@ describe('settle cap', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       return r.stderr;
     };
-    const base = ['cap', 'mint', '--audience', 't', '--rights', 'read', '--objects', 'path:/ws', '--max-cost', '1', '--budget', '1', '--expires-in', '1h'];
+    const base = [
+      'cap',
+      'mint',
+      '--audience',
+      't',
+      '--rights',
+      'read',
+      '--objects',
+      'path:/ws',
+      '--max-cost',
+      '1',
+      '--budget',
+      '1',
+      '--expires-in',
+      '1h',
+    ];
     expect(bad(base, { SETTLE_CAP_KEYS: '' })).toMatch(/SETTLE_CAP_KEYS must be set/);
     expect(bad(base.map((a) => (a === 'read' ? 'fly' : a)))).toMatch(/--rights: each must be one of read, write, exec, connect/);
     expect(bad(base.map((a) => (a === '1h' ? 'soon' : a)))).toMatch(/--expires-in must be a duration/);
@@ -71,23 +152,56 @@ describe('settle start / status', () => {
     fs.writeFileSync(path.join(ws, 'a.txt'), 'hello\n');
     const id = uniqueId('spec');
     const spec = path.join(ws, 'spec.json');
-    fs.writeFileSync(spec, JSON.stringify({ trajectory_id: id, workspace: ws, turns: [{ turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: `${ws}/a.txt`, offset: 1, limit: 5 } }] }] }));
+    fs.writeFileSync(
+      spec,
+      JSON.stringify({
+        trajectory_id: id,
+        workspace: ws,
+        turns: [{ turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: `${ws}/a.txt`, offset: 1, limit: 5 } }] }],
+      }),
+    );
     const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: worker.taskQueue };
     // Asynchronously: the worker answering runs in this process and must not be blocked.
     const run = (args: string[]) => promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
     expect((await run(['start', spec])).stdout).toBe(`started ${id}\n`);
     await worker.client.workflow.getHandle(id).result();
     const status = await run(['status', id, '--json']);
-    expect(JSON.parse(status.stdout)).toMatchObject({ runStatus: 'COMPLETED', status: 'completed', calls: [{ tool: 'file_view', resolution: 'read' }] });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      runStatus: 'COMPLETED',
+      status: 'completed',
+      calls: [{ tool: 'file_view', resolution: 'read' }],
+    });
 
     // A capability issued to another trajectory is refused before anything starts.
     const cap = path.join(ws, 'cap.json');
-    expect(settle(['cap', 'mint', '--audience', 'someone-else', '--rights', 'read', '--objects', `path:${ws}`, '--max-cost', '1', '--budget', '5', '--expires-in', '1h', '--out', cap]).code).toBe(0);
+    expect(
+      settle([
+        'cap',
+        'mint',
+        '--audience',
+        'someone-else',
+        '--rights',
+        'read',
+        '--objects',
+        `path:${ws}`,
+        '--max-cost',
+        '1',
+        '--budget',
+        '5',
+        '--expires-in',
+        '1h',
+        '--out',
+        cap,
+      ]).code,
+    ).toBe(0);
     const wrongAudience = settle(['start', spec, '--cap', cap], env);
     expect(wrongAudience.code).toBe(2);
     expect(wrongAudience.stderr.trim()).toBe('settle: spec.capability must be issued to trajectory_id (its body.aud)');
 
-    fs.writeFileSync(spec, JSON.stringify({ trajectory_id: id, workspace: ws, turns: [], model: { base_url: 'http://127.0.0.1:1/v1', model: 'm', task: 't' } }));
+    fs.writeFileSync(
+      spec,
+      JSON.stringify({ trajectory_id: id, workspace: ws, turns: [], model: { base_url: 'http://127.0.0.1:1/v1', model: 'm', task: 't' } }),
+    );
     const both = settle(['start', spec], env); // rejected before any Temporal call
     expect(both.code).toBe(2);
     expect(both.stderr.trim()).toBe('settle: spec.model must give either turns or model, not both');

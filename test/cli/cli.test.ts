@@ -4,8 +4,6 @@ import { deriveKey } from '../../core/key';
 import { runSettle as settle } from '../support/cli';
 import { openTestDb, testStore, uniqueId } from '../support/env';
 
-
-
 const db = openTestDb(2);
 const store = testStore(db);
 afterAll(() => db.destroy());
@@ -17,7 +15,13 @@ describe('settle key', () => {
     const r = settle([...argv, '{"path":"/ws/a","old_str":"x","new_str":"y"}']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(
-      deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args: { path: '/ws/a', old_str: 'x', new_str: 'y' } }) + '\n',
+      deriveKey({
+        trajectoryId: 't-1',
+        turn: 2,
+        callId: 'call_9',
+        tool: 'file_edit',
+        args: { path: '/ws/a', old_str: 'x', new_str: 'y' },
+      }) + '\n',
     );
   });
 

@@ -107,9 +107,7 @@ describe('deriveKey', () => {
 describe('canonicalJson (RFC 8785)', () => {
   it('sorts members by UTF-16 code units and serializes numbers the ECMAScript way', () => {
     // Test vectors in the spirit of RFC 8785 §3.2.3 (ordering) and Appendix B (numbers).
-    expect(canonicalJson({ '\u20ac': 1, '\r': 2, '\ud83d\ude00': 3, '1': 4, '\u00f6': 5 })).toBe(
-      '{"\\r":2,"1":4,"ö":5,"€":1,"😀":3}',
-    );
+    expect(canonicalJson({ '\u20ac': 1, '\r': 2, '\ud83d\ude00': 3, '1': 4, '\u00f6': 5 })).toBe('{"\\r":2,"1":4,"ö":5,"€":1,"😀":3}');
     expect(canonicalJson([1e21, 1e-7, 0.000001, -0, 333333333.3333333, 9007199254740993])).toBe(
       '[1e+21,1e-7,0.000001,0,333333333.3333333,9007199254740992]',
     );

@@ -32,7 +32,11 @@ function workspace(content = 'replicas=1\n'): { ws: string; file: string } {
   return { ws, file };
 }
 
-const edit = (file: string, from: string, to: string, id = 'e1'): ProposedCall => ({ call_id: id, tool: 'file_edit', args: { path: file, old_str: from, new_str: to } });
+const edit = (file: string, from: string, to: string, id = 'e1'): ProposedCall => ({
+  call_id: id,
+  tool: 'file_edit',
+  args: { path: file, old_str: from, new_str: to },
+});
 const bash = (command: string, id = 'b1'): ProposedCall => ({ call_id: id, tool: 'bash_execute', args: { command } });
 
 async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
@@ -57,11 +61,17 @@ describe('orchestrator-driven trajectory', () => {
     const third = await settle.handle(id).executeUpdate('runTurn', { args: [{ turn: 0, calls }], updateId: 'another-id' });
     expect(first.calls[0]).toMatchObject({ resolution: 'executed', observation: { output: '1\n' } });
     expect(second).toEqual(first);
-    expect((third as typeof first).calls[0]).toMatchObject({ resolution: 'replayed', key: first.calls[0]!.key, observation: { output: '1\n' } });
+    expect((third as typeof first).calls[0]).toMatchObject({
+      resolution: 'replayed',
+      key: first.calls[0]!.key,
+      observation: { output: '1\n' },
+    });
     expect(fs.readFileSync(path.join(ws, 'ran.log'), 'utf8')).toBe('once\n');
 
     // A malformed turn is refused by the update validator, naming the field.
-    await expect(settle.runTurn(id, -1, calls)).rejects.toMatchObject({ cause: { message: expect.stringMatching(/turn must be an integer ≥ 0/) } });
+    await expect(settle.runTurn(id, -1, calls)).rejects.toMatchObject({
+      cause: { message: expect.stringMatching(/turn must be an integer ≥ 0/) },
+    });
 
     await settle.finish(id, 'completed', 'done');
     const result = await settle.result(id);
@@ -89,9 +99,14 @@ describe('orchestrator-driven trajectory', () => {
     expect(claim.detail).toMatchObject({ approval: { approver: 'carol', reason: 'change ticket CHG-42' } });
 
     const denied = settle.runTurn(id, 1, [bash('echo denied > d.txt', 'no')]);
-    const deniedKey = await waitFor(async () => (await settle.status(id)).calls.find((c) => c.callId === 'no' && c.resolution === 'awaiting_approval')?.key);
+    const deniedKey = await waitFor(
+      async () => (await settle.status(id)).calls.find((c) => c.callId === 'no' && c.resolution === 'awaiting_approval')?.key,
+    );
     await settle.approve(id, deniedKey!, 'dave', 'deny', 'not during the freeze');
-    expect((await denied).calls[0]).toMatchObject({ resolution: 'denied', observation: { error: 'denied by dave: not during the freeze' } });
+    expect((await denied).calls[0]).toMatchObject({
+      resolution: 'denied',
+      observation: { error: 'denied by dave: not during the freeze' },
+    });
 
     const timedOut = await settle.runTurn(id, 2, [bash('echo late > t.txt', 'late')]);
     expect(timedOut.calls[0]).toMatchObject({ resolution: 'denied', approval: { approver: 'settle', decision: 'deny' } });
@@ -101,7 +116,9 @@ describe('orchestrator-driven trajectory', () => {
     expect(await store.get(deniedKey!)).toBeUndefined(); // a denied call never touches a record
 
     // Approving a call that is not waiting is refused by the validator.
-    await expect(settle.approve(id, key, 'carol', 'approve', 'again')).rejects.toMatchObject({ cause: { message: expect.stringMatching(/key must name a call .* waiting for approval/) } });
+    await expect(settle.approve(id, key, 'carol', 'approve', 'again')).rejects.toMatchObject({
+      cause: { message: expect.stringMatching(/key must name a call .* waiting for approval/) },
+    });
     await settle.finish(id, 'completed', 'done');
     await settle.result(id);
   });
@@ -123,7 +140,9 @@ describe('orchestrator-driven trajectory', () => {
       ['second#compensate', 'COMPLETED'],
     ]);
     // Newest first: "second" was compensated before "first".
-    const compensations = records.filter((r) => r.callId.endsWith('#compensate')).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    const compensations = records
+      .filter((r) => r.callId.endsWith('#compensate'))
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
     expect(compensations.map((r) => r.callId)).toEqual(['second#compensate', 'first#compensate']);
   });
 
@@ -164,7 +183,9 @@ describe('orchestrator-driven trajectory', () => {
     const { ws } = workspace();
     const id = uniqueId('lower');
     await settle.start(id, { workspace: ws, levelOverrides: { file_edit: 'A0' } });
-    await expect(settle.result(id)).rejects.toMatchObject({ cause: { message: 'levelOverrides.file_edit must not lower the level (A2 → A0)' } });
+    await expect(settle.result(id)).rejects.toMatchObject({
+      cause: { message: 'levelOverrides.file_edit must not lower the level (A2 → A0)' },
+    });
   });
 
   it('keyed mode: keys are HMAC with the worker’s secret, which never enters history', async () => {

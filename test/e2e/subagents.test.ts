@@ -32,7 +32,20 @@ afterAll(async () => {
 });
 
 function rootCapability(aud: string, ws: string, over: Partial<CapabilityToken['body']> = {}): CapabilityToken {
-  return sign({ v: 1, aud, rights: ['read', 'write', 'exec'], objects: [`path:${ws}`], pred: { max_cost: 3, budget: 50 }, exp: Date.now() + 3_600_000, parent: null, depth: 0, ...over }, ring);
+  return sign(
+    {
+      v: 1,
+      aud,
+      rights: ['read', 'write', 'exec'],
+      objects: [`path:${ws}`],
+      pred: { max_cost: 3, budget: 50 },
+      exp: Date.now() + 3_600_000,
+      parent: null,
+      depth: 0,
+      ...over,
+    },
+    ring,
+  );
 }
 
 function setup() {
@@ -67,8 +80,14 @@ describe('capabilities in trajectories', () => {
                 budget: 4,
                 expires_in_ms: 600_000,
                 turns: [
-                  { turn: 0, calls: [{ call_id: 'in', tool: 'file_edit', args: { path: `${ws}/sub/a.txt`, old_str: 'v=1', new_str: 'v=2' } }] },
-                  { turn: 1, calls: [{ call_id: 'out', tool: 'file_edit', args: { path: `${ws}/other/b.txt`, old_str: 'v=1', new_str: 'v=2' } }] },
+                  {
+                    turn: 0,
+                    calls: [{ call_id: 'in', tool: 'file_edit', args: { path: `${ws}/sub/a.txt`, old_str: 'v=1', new_str: 'v=2' } }],
+                  },
+                  {
+                    turn: 1,
+                    calls: [{ call_id: 'out', tool: 'file_edit', args: { path: `${ws}/other/b.txt`, old_str: 'v=1', new_str: 'v=2' } }],
+                  },
                   { turn: 2, calls: [{ call_id: 'sh', tool: 'bash_execute', args: { command: 'touch pwned' } }] },
                 ],
               },
@@ -111,7 +130,9 @@ describe('capabilities in trajectories', () => {
     await settle.start(id, {
       workspace: ws,
       capability: forged,
-      turns: [{ turn: 0, calls: [{ call_id: 'x', tool: 'file_edit', args: { path: `${ws}/other/b.txt`, old_str: 'v=1', new_str: 'v=9' } }] }],
+      turns: [
+        { turn: 0, calls: [{ call_id: 'x', tool: 'file_edit', args: { path: `${ws}/other/b.txt`, old_str: 'v=1', new_str: 'v=9' } }] },
+      ],
     });
     const result = await settle.result(id);
     expect(result.calls[0]).toMatchObject({ resolution: 'denied', state: 'NO_RECORD' });
@@ -129,8 +150,32 @@ describe('capabilities in trajectories', () => {
         {
           turn: 0,
           calls: [
-            { call_id: 'greedy', tool: 'spawn_subagent', args: { task: 't', rights: ['read', 'connect'], objects: [`path:${ws}`], max_cost: 1, budget: 1, expires_in_ms: 60_000, turns: [{ turn: 0, calls: [{ call_id: 'c', tool: 'file_view', args: { path: `${ws}/sub/a.txt`, offset: 1, limit: 1 } }] }] } },
-            { call_id: 'rich', tool: 'spawn_subagent', args: { task: 't', rights: ['read'], objects: [`path:${ws}`], max_cost: 1, budget: 51, expires_in_ms: 60_000, turns: [{ turn: 0, calls: [{ call_id: 'c', tool: 'file_view', args: { path: `${ws}/sub/a.txt`, offset: 1, limit: 1 } }] }] } },
+            {
+              call_id: 'greedy',
+              tool: 'spawn_subagent',
+              args: {
+                task: 't',
+                rights: ['read', 'connect'],
+                objects: [`path:${ws}`],
+                max_cost: 1,
+                budget: 1,
+                expires_in_ms: 60_000,
+                turns: [{ turn: 0, calls: [{ call_id: 'c', tool: 'file_view', args: { path: `${ws}/sub/a.txt`, offset: 1, limit: 1 } }] }],
+              },
+            },
+            {
+              call_id: 'rich',
+              tool: 'spawn_subagent',
+              args: {
+                task: 't',
+                rights: ['read'],
+                objects: [`path:${ws}`],
+                max_cost: 1,
+                budget: 51,
+                expires_in_ms: 60_000,
+                turns: [{ turn: 0, calls: [{ call_id: 'c', tool: 'file_view', args: { path: `${ws}/sub/a.txt`, offset: 1, limit: 1 } }] }],
+              },
+            },
           ],
         },
       ],

@@ -111,7 +111,12 @@ describe('demo trajectory end to end', () => {
     const id = uniqueId('traj');
     const result = await runTrajectory(id, workspace, [
       { turn: 0, calls: [{ call_id: 'c1', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: '', new_str: 'x' } }] },
-      { turn: 0, calls: [{ call_id: 'c2', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: 'a', new_str: 'b', dry_run: true } }] },
+      {
+        turn: 0,
+        calls: [
+          { call_id: 'c2', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: 'a', new_str: 'b', dry_run: true } },
+        ],
+      },
     ]);
     expect(result.calls.map((c) => [c.resolution, c.key])).toEqual([
       ['invalid', null],
@@ -139,7 +144,14 @@ describe('demo trajectory end to end', () => {
           {
             workspace,
             backoff: { initialMs: 20 },
-            turns: [{ turn: 0, calls: [{ call_id: 'c', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: 'greet', new_str: 'hi' } }] }],
+            turns: [
+              {
+                turn: 0,
+                calls: [
+                  { call_id: 'c', tool: 'file_edit', args: { path: path.join(workspace, 'app.ts'), old_str: 'greet', new_str: 'hi' } },
+                ],
+              },
+            ],
           },
         ],
       });

@@ -58,7 +58,17 @@ async function main(): Promise<void> {
     fs.writeFileSync(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
     const json = execFileSync(
       cli.path,
-      ['workflow', 'show', '--address', stack.temporal.address, '--workflow-id', id, ...(runId ? ['--run-id', runId] : []), '--output', 'json'],
+      [
+        'workflow',
+        'show',
+        '--address',
+        stack.temporal.address,
+        '--workflow-id',
+        id,
+        ...(runId ? ['--run-id', runId] : []),
+        '--output',
+        'json',
+      ],
       { encoding: 'utf8' },
     );
     fs.writeFileSync(path.join(FIXTURES, `${name}.json`), json.endsWith('\n') ? json : `${json}\n`);
@@ -75,9 +85,16 @@ async function main(): Promise<void> {
 
     const orchWs = ws('orch');
     await settle.start('replay-orchestrator', { workspace: orchWs, levelOverrides: { bash_execute: 'A3' }, approvalTimeoutMs: 60_000 });
-    await settle.runTurn('replay-orchestrator', 0, [{ call_id: 'v', tool: 'file_view', args: { path: path.join(orchWs, 'app.ts'), offset: 1, limit: 3 } }]);
-    for (const [turn, decision] of [[1, 'approve'], [2, 'deny']] as const) {
-      const pending = settle.runTurn('replay-orchestrator', turn, [{ call_id: `b${turn}`, tool: 'bash_execute', args: { command: `echo ${turn}` } }]);
+    await settle.runTurn('replay-orchestrator', 0, [
+      { call_id: 'v', tool: 'file_view', args: { path: path.join(orchWs, 'app.ts'), offset: 1, limit: 3 } },
+    ]);
+    for (const [turn, decision] of [
+      [1, 'approve'],
+      [2, 'deny'],
+    ] as const) {
+      const pending = settle.runTurn('replay-orchestrator', turn, [
+        { call_id: `b${turn}`, tool: 'bash_execute', args: { command: `echo ${turn}` } },
+      ]);
       let key: string | undefined;
       while (!key) {
         key = (await settle.status('replay-orchestrator')).calls.find((c) => c.resolution === 'awaiting_approval')?.key ?? undefined;
@@ -92,8 +109,18 @@ async function main(): Promise<void> {
 
     const modelWs = ws('model');
     const server = await startChatServer([
-      { tool_calls: [{ id: 'm1', name: 'file_edit', arguments: JSON.stringify({ path: path.join(modelWs, 'app.ts'), old_str: 'greet(' }) }] },
-      { tool_calls: [{ id: 'm2', name: 'file_edit', arguments: JSON.stringify({ path: path.join(modelWs, 'app.ts'), old_str: 'greet(', new_str: 'hello(' }) }] },
+      {
+        tool_calls: [{ id: 'm1', name: 'file_edit', arguments: JSON.stringify({ path: path.join(modelWs, 'app.ts'), old_str: 'greet(' }) }],
+      },
+      {
+        tool_calls: [
+          {
+            id: 'm2',
+            name: 'file_edit',
+            arguments: JSON.stringify({ path: path.join(modelWs, 'app.ts'), old_str: 'greet(', new_str: 'hello(' }),
+          },
+        ],
+      },
       { content: 'done' },
     ]);
     await settle.start('replay-model', { workspace: modelWs, model: { baseUrl: server.baseUrl, model: 'scripted', task: 'rename greet' } });
@@ -103,13 +130,18 @@ async function main(): Promise<void> {
 
     const cancelWs = ws('cancel');
     await settle.start('replay-cancel', { workspace: cancelWs });
-    await settle.runTurn('replay-cancel', 0, [{ call_id: 'e', tool: 'file_edit', args: { path: path.join(cancelWs, 'app.ts'), old_str: 'greet(', new_str: 'hi(' } }]);
+    await settle.runTurn('replay-cancel', 0, [
+      { call_id: 'e', tool: 'file_edit', args: { path: path.join(cancelWs, 'app.ts'), old_str: 'greet(', new_str: 'hi(' } },
+    ]);
     await settle.handle('replay-cancel').cancel();
     await settle.result('replay-cancel').catch(() => undefined);
     await save('cancelled-compensated', 'replay-cancel');
 
     const canWs = ws('can');
-    const turns = Array.from({ length: 6 }, (_, i) => ({ turn: i, calls: [{ call_id: `c${i}`, tool: 'bash_execute', args: { command: `echo ${i}` } }] }));
+    const turns = Array.from({ length: 6 }, (_, i) => ({
+      turn: i,
+      calls: [{ call_id: `c${i}`, tool: 'bash_execute', args: { command: `echo ${i}` } }],
+    }));
     const handle = await settle.start('replay-can', { workspace: canWs, turns, maxHistoryEvents: 30 });
     await settle.result('replay-can');
     await save('continue-as-new-first-run', 'replay-can', handle.firstExecutionRunId);

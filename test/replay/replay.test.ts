@@ -19,7 +19,12 @@ const fixtures = Object.keys(manifest).sort();
 
 describe('replay of recorded trajectories', () => {
   it('has, in every recorded set, every driver and ending, each with its workflow id', () => {
-    expect(fs.readdirSync(FIXTURES).filter((f) => f !== 'manifest.json').sort()).toEqual(fixtures);
+    expect(
+      fs
+        .readdirSync(FIXTURES)
+        .filter((f) => f !== 'manifest.json')
+        .sort(),
+    ).toEqual(fixtures);
     const sets = new Set(fixtures.map((f) => f.split('-')[0]));
     expect(sets.size).toBeGreaterThanOrEqual(2);
     for (const set of sets) {

@@ -36,6 +36,6 @@ describe('exit codes', () => {
     // Port 1 on loopback: nothing listens there, so the stack's Postgres check fails fast.
     const r = runSettle(['demo'], { env: { DATABASE_URL: 'postgres://settle@127.0.0.1:1/settle' } });
     expect(r.stderr).toMatch(/DATABASE_URL/);
-    expect(r.status).not.toBe(0);
+    expect(r.code).toBe(1);
   });
 });

@@ -13,7 +13,14 @@ afterAll(() => db.destroy());
 function newCall(): ClaimRequest {
   const trajectoryId = uniqueId('store');
   const args = { path: '/ws/a.txt', old_str: 'a', new_str: 'b' };
-  return { key: deriveKey({ trajectoryId, turn: 0, callId: 'c1', tool: 'file_edit', args }), trajectoryId, turn: 0, callId: 'c1', tool: 'file_edit', args };
+  return {
+    key: deriveKey({ trajectoryId, turn: 0, callId: 'c1', tool: 'file_edit', args }),
+    trajectoryId,
+    turn: 0,
+    callId: 'c1',
+    tool: 'file_edit',
+    args,
+  };
 }
 
 const opts = (holder = 'w1', leaseMs = 30_000) => ({ leaseMs, holder });
@@ -116,10 +123,16 @@ describe('fencing', () => {
   it('settlement needs the generation it read and only moves IN_DOUBT', async () => {
     const call = newCall();
     await store.claim(call, opts());
-    expect((await store.settle(call.key, 1, { as: 'NOT_EXECUTED' }, 'operator:ann', 'no'))).toMatchObject({ ok: false });
+    expect(await store.settle(call.key, 1, { as: 'NOT_EXECUTED' }, 'operator:ann', 'no')).toMatchObject({ ok: false });
     await store.markInDoubt(call.key, 1, 'crashed', 'worker:w1');
     expect((await store.settle(call.key, 2, { as: 'NOT_EXECUTED' }, 'operator:ann', 'wrong gen')).ok).toBe(false);
-    const settled = await store.settle(call.key, 1, { as: 'COMPLETED', result: { output: 'checked by hand' } }, 'operator:ann', 'saw the file');
+    const settled = await store.settle(
+      call.key,
+      1,
+      { as: 'COMPLETED', result: { output: 'checked by hand' } },
+      'operator:ann',
+      'saw the file',
+    );
     expect(settled.ok).toBe(true);
     expect(await store.get(call.key)).toMatchObject({ state: 'COMPLETED', settledBy: 'operator:ann', settleReason: 'saw the file' });
   });

@@ -60,7 +60,13 @@ describe('runSettled', () => {
     // Settled as not executed (by a probe or an operator), the next attempt claims generation 2.
     const record = (await store.get(call.key))!;
     await applyProbe(store, record, { verdict: 'not_applied', detail: 'checked' });
-    const third = await runSettled(store, scriptedTool(async () => 'ok'), call, { workspace: '/' }, run);
+    const third = await runSettled(
+      store,
+      scriptedTool(async () => 'ok'),
+      call,
+      { workspace: '/' },
+      run,
+    );
     expect(third).toEqual({ kind: 'completed', result: 'ok', replayed: false, generation: 2 });
   });
 
@@ -163,12 +169,33 @@ describe('file_edit intent and probe', () => {
 
   it('zero matches, or several without allow_multiple, leave the file unchanged and name the count', async () => {
     const { workspace, file } = setup();
-    const zero = await runSettled(store, fileEdit, callFor('file_edit', { path: file, old_str: 'three', new_str: '3', allow_multiple: false }), { workspace }, run);
+    const zero = await runSettled(
+      store,
+      fileEdit,
+      callFor('file_edit', { path: file, old_str: 'three', new_str: '3', allow_multiple: false }),
+      { workspace },
+      run,
+    );
     expect(zero).toMatchObject({ kind: 'completed', result: { error: expect.stringMatching(/old_str matched 0 blocks/), exit_status: 1 } });
-    const two = await runSettled(store, fileEdit, callFor('file_edit', { path: file, old_str: 'one', new_str: '1', allow_multiple: false }), { workspace }, run);
-    expect(two).toMatchObject({ kind: 'completed', result: { error: expect.stringMatching(/old_str matched 2 blocks .*exactly one required/) } });
+    const two = await runSettled(
+      store,
+      fileEdit,
+      callFor('file_edit', { path: file, old_str: 'one', new_str: '1', allow_multiple: false }),
+      { workspace },
+      run,
+    );
+    expect(two).toMatchObject({
+      kind: 'completed',
+      result: { error: expect.stringMatching(/old_str matched 2 blocks .*exactly one required/) },
+    });
     expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
-    const all = await runSettled(store, fileEdit, callFor('file_edit', { path: file, old_str: 'one', new_str: '$&1', allow_multiple: true }), { workspace }, run);
+    const all = await runSettled(
+      store,
+      fileEdit,
+      callFor('file_edit', { path: file, old_str: 'one', new_str: '$&1', allow_multiple: true }),
+      { workspace },
+      run,
+    );
     expect(all).toMatchObject({ kind: 'completed', result: { output: expect.stringMatching(/replaced 2 blocks/) } });
     expect(fs.readFileSync(file, 'utf8')).toBe('$&1 two $&1\n');
   });
@@ -233,7 +260,10 @@ describe('file_edit intent and probe', () => {
     fs.writeFileSync(file, 'someone else rewrote this\n');
     expect(await fileEdit.probe(args, plan.intent, { workspace })).toMatchObject({ verdict: 'unknown' });
     fs.rmSync(file);
-    expect(await fileEdit.probe(args, plan.intent, { workspace })).toMatchObject({ verdict: 'unknown', detail: expect.stringMatching(/no longer exists/) });
+    expect(await fileEdit.probe(args, plan.intent, { workspace })).toMatchObject({
+      verdict: 'unknown',
+      detail: expect.stringMatching(/no longer exists/),
+    });
   });
 
   it('refuses paths outside the workspace with nothing touched', async () => {
@@ -242,8 +272,18 @@ describe('file_edit intent and probe', () => {
     fs.mkdirSync(sibling, { recursive: true });
     fs.writeFileSync(path.join(sibling, 'x.txt'), 'x');
     fs.symlinkSync(sibling, path.join(workspace, 'link'));
-    for (const p of [path.join(sibling, 'x.txt'), path.join(workspace, 'link', 'x.txt'), `${workspace}/../${path.basename(sibling)}/x.txt`]) {
-      const outcome = await runSettled(store, fileEdit, callFor('file_edit', { path: p, old_str: 'x', new_str: 'y', allow_multiple: false }), { workspace }, run);
+    for (const p of [
+      path.join(sibling, 'x.txt'),
+      path.join(workspace, 'link', 'x.txt'),
+      `${workspace}/../${path.basename(sibling)}/x.txt`,
+    ]) {
+      const outcome = await runSettled(
+        store,
+        fileEdit,
+        callFor('file_edit', { path: p, old_str: 'x', new_str: 'y', allow_multiple: false }),
+        { workspace },
+        run,
+      );
       expect(outcome).toMatchObject({ kind: 'completed', result: { error: expect.stringMatching(/^refused: args\.path must/) } });
     }
     expect(fs.readFileSync(path.join(sibling, 'x.txt'), 'utf8')).toBe('x');

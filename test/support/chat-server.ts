@@ -40,7 +40,9 @@ export async function startChatServer(script: ScriptedReply[]): Promise<ChatServ
         role: 'assistant',
         content: reply.content ?? null,
         ...(reply.tool_calls
-          ? { tool_calls: reply.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
+          ? {
+              tool_calls: reply.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+            }
           : {}),
       };
       res.writeHead(200, { 'content-type': 'application/json' }).end(

@@ -100,7 +100,14 @@ describe('bash_execute', () => {
     const workspace = tempWorkspace('bash');
     const trajectoryId = uniqueId('bash');
     const args: BashExecuteArgs = { command: 'echo deploy >> log.txt', timeout_ms: 5000 };
-    const call = { key: deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args }), trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args };
+    const call = {
+      key: deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args }),
+      trajectoryId,
+      turn: 0,
+      callId: 'c',
+      tool: 'bash_execute',
+      args,
+    };
     // The executor dies mid-command: simulate by claiming, recording intent and marking in doubt.
     await store.claim(call, { leaseMs: 60_000, holder: 'dead' });
     const plan = await bashExecute.plan(args, { workspace });

@@ -66,9 +66,21 @@ describe('published catalog', () => {
     const ajv = new Ajv2020({ strict: true });
     const samples: Record<ToolName, unknown[]> = {
       bash_execute: [{ command: 'ls' }, { command: 'ls', timeout_ms: 999 }, { command: '' }, { command: 'ls', timeout: 5 }],
-      file_view: [{ path: '/w/a', offset: 1, limit: 500 }, { path: '/w/a', offset: 1, limit: 501 }, { path: 'w/a', offset: 1, limit: 1 }],
-      file_edit: [{ path: '/w/a', old_str: 'x', new_str: '' }, { path: '/w/a', old_str: '', new_str: 'y' }, { path: '/w/a', old_str: 'x' }],
-      grep_search: [{ pattern: 'a', path: '/w' }, { pattern: 'a', path: '/w', glob: '*.ts', max_results: 0 }, { pattern: 'a', path: '/w', glob: 'a b' }],
+      file_view: [
+        { path: '/w/a', offset: 1, limit: 500 },
+        { path: '/w/a', offset: 1, limit: 501 },
+        { path: 'w/a', offset: 1, limit: 1 },
+      ],
+      file_edit: [
+        { path: '/w/a', old_str: 'x', new_str: '' },
+        { path: '/w/a', old_str: '', new_str: 'y' },
+        { path: '/w/a', old_str: 'x' },
+      ],
+      grep_search: [
+        { pattern: 'a', path: '/w' },
+        { pattern: 'a', path: '/w', glob: '*.ts', max_results: 0 },
+        { pattern: 'a', path: '/w', glob: 'a b' },
+      ],
     };
     for (const tool of published) {
       const validate = ajv.compile(tool.parameters);

@@ -51,10 +51,15 @@ describe('grep_search', () => {
     grepSearch.timeLimitMs = SEARCH_TIME_LIMIT_MS;
   });
 
-  const parse = (output: string) => JSON.parse(output) as { matches: GrepMatch[]; files_searched: number; files_skipped: number; truncated: boolean };
+  const parse = (output: string) =>
+    JSON.parse(output) as { matches: GrepMatch[]; files_searched: number; files_skipped: number; truncated: boolean };
 
   it('returns structured matches (path, 1-indexed line, text) with a glob filter', async () => {
-    const ws = workspaceWith({ 'src/a.ts': 'const x = 1;\nexport const todo = 2;\n', 'src/b.md': 'todo: write docs\n', 'c.ts': 'nothing\n' });
+    const ws = workspaceWith({
+      'src/a.ts': 'const x = 1;\nexport const todo = 2;\n',
+      'src/b.md': 'todo: write docs\n',
+      'c.ts': 'nothing\n',
+    });
     const obs = await grepSearch.run({ pattern: 'todo', path: ws, glob: '*.ts', max_results: 100 }, { workspace: ws });
     expect(obs.exit_status).toBe(0);
     expect(parse(obs.output)).toEqual({
@@ -66,7 +71,12 @@ describe('grep_search', () => {
   });
 
   it('bounds the result count and line length, and skips binary files', async () => {
-    const ws = workspaceWith({ 'many.txt': Array(50).fill(`hit ${'y'.repeat(800)}`).join('\n'), 'bin.dat': Buffer.from('hit\0hit') });
+    const ws = workspaceWith({
+      'many.txt': Array(50)
+        .fill(`hit ${'y'.repeat(800)}`)
+        .join('\n'),
+      'bin.dat': Buffer.from('hit\0hit'),
+    });
     const obs = await grepSearch.run({ pattern: '^hit', path: ws, max_results: 7 }, { workspace: ws });
     const result = parse(obs.output);
     expect(result.matches).toHaveLength(7);
@@ -83,7 +93,10 @@ describe('grep_search', () => {
     const obs = await grepSearch.run({ pattern: 'password', path: ws, max_results: 10 }, { workspace: ws });
     expect(parse(obs.output).matches).toEqual([]);
     expect(obs.exit_status).toBe(1);
-    const direct = await grepSearch.run({ pattern: 'password', path: path.join(ws, 'link', 'secret.txt'), max_results: 10 }, { workspace: ws });
+    const direct = await grepSearch.run(
+      { pattern: 'password', path: path.join(ws, 'link', 'secret.txt'), max_results: 10 },
+      { workspace: ws },
+    );
     expect(direct.error).toMatch(/^refused: .*after following symlinks/);
   });
 

@@ -40,7 +40,9 @@ describe('CallStats', () => {
     expect(await stats.recordProposedCall({ ...call, seq: 1, issue: null })).toBe(true);
     expect(await stats.stats({ tool })).toEqual([{ tool, calls: 2, malformed: 1, rate: 0.5 }]);
     const row = await db
-      .withTables<{ settle_tool_calls: { trajectory_id: string; seq: number; field: string | null; rule: string | null; valid: boolean } }>()
+      .withTables<{
+        settle_tool_calls: { trajectory_id: string; seq: number; field: string | null; rule: string | null; valid: boolean };
+      }>()
       .selectFrom('settle_tool_calls')
       .select(['seq', 'valid', 'field', 'rule'])
       .where('trajectory_id', '=', trajectoryId)
@@ -55,7 +57,8 @@ describe('CallStats', () => {
   it('counts only calls inside the --since window (database clock)', async () => {
     const trajectoryId = uniqueId('window');
     const tool = uniqueId('tool');
-    for (let turn = 0; turn < 3; turn++) await stats.recordProposedCall({ trajectoryId, turn, callId: 'c', tool, issue: turn < 2 ? issue : null });
+    for (let turn = 0; turn < 3; turn++)
+      await stats.recordProposedCall({ trajectoryId, turn, callId: 'c', tool, issue: turn < 2 ? issue : null });
     // Age two of them: one by two hours, one by two days.
     await sql`update settle_tool_calls set at = now() - interval '2 hours' where trajectory_id = ${trajectoryId} and turn = 0`.execute(db);
     await sql`update settle_tool_calls set at = now() - interval '2 days' where trajectory_id = ${trajectoryId} and turn = 1`.execute(db);
@@ -66,7 +69,9 @@ describe('CallStats', () => {
 
   it('refuses a malformed row without its field and rule (the table says why a call failed)', async () => {
     await expect(
-      sql`insert into settle_tool_calls (trajectory_id, turn, call_id, tool, valid) values (${uniqueId('bad')}, 0, 'c', 't', false)`.execute(db),
+      sql`insert into settle_tool_calls (trajectory_id, turn, call_id, tool, valid) values (${uniqueId('bad')}, 0, 'c', 't', false)`.execute(
+        db,
+      ),
     ).rejects.toThrow(/malformed_names_field_and_rule/);
   });
 });

@@ -12,7 +12,6 @@ import { openTestDb, uniqueId } from '../support/env';
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const FS_SERVER = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url));
 
-
 function oneLine(stderr: string): string {
   const lines = stderr.trim().split('\n');
   expect(lines).toHaveLength(1);
@@ -55,7 +54,18 @@ describe('settle lint', () => {
   });
 
   it('exits 0 when only warnings are found', () => {
-    const writer = [{ name: 'write_file', description: 'Writes a file.', parameters: { type: 'object', properties: { content: { type: 'string', maxLength: 100000 } }, required: ['content'], additionalProperties: false } }];
+    const writer = [
+      {
+        name: 'write_file',
+        description: 'Writes a file.',
+        parameters: {
+          type: 'object',
+          properties: { content: { type: 'string', maxLength: 100000 } },
+          required: ['content'],
+          additionalProperties: false,
+        },
+      },
+    ];
     const r = settle(['lint', '-'], { input: JSON.stringify(writer) });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^warning whole-file-rewrite +write_file  \/0\/parameters\/properties\/content /);
@@ -70,7 +80,11 @@ describe('settle lint', () => {
     [['lint', 'x.json', '--mcp', 'node server.js'], '', /^settle: FILE must be given .* exactly one of them$/],
     [['lint', '--mcp', 'settle-no-such-command-4711'], '', /^settle: --mcp must start an MCP server .*ENOENT/],
     [['lint', '--mcp', `${process.execPath} -e "process.exit(0)"`], '', /^settle: --mcp must start an MCP server .*Connection closed/],
-    [['lint', '--mcp', `${process.execPath} -e "console.error('no config'); process.exit(3)"`], '', /^settle: --mcp must start an MCP server .*its stderr: no config\)$/],
+    [
+      ['lint', '--mcp', `${process.execPath} -e "console.error('no config'); process.exit(3)"`],
+      '',
+      /^settle: --mcp must start an MCP server .*its stderr: no config\)$/,
+    ],
     [['lint', '--mcp', 'node "unclosed'], '', /^settle: --mcp must close its " quote$/],
   ])('%j exits 2 with one line', (args, input, message) => {
     const r = settle(args, { input });
@@ -85,7 +99,8 @@ describe('settle lint', () => {
       const r = settle(['lint', '--json', '--mcp', `"${process.execPath}" "${FS_SERVER}" "${dir}"`]);
       expect(r.code).toBe(1);
       const findings = JSON.parse(r.stdout) as { severity: string; rule: string; tool: string; pointer: string }[];
-      const of = (tool: string) => findings.filter((f) => f.tool === tool).map((f) => [f.severity, f.rule, f.pointer.replace(/^\/tools\/\d+/, '')]);
+      const of = (tool: string) =>
+        findings.filter((f) => f.tool === tool).map((f) => [f.severity, f.rule, f.pointer.replace(/^\/tools\/\d+/, '')]);
       // Pointers index the server's own tools/list result.
       const writeFile = findings.find((f) => f.tool === 'write_file')!;
       const index = writeFile.pointer.split('/')[2];
@@ -115,11 +130,22 @@ describe('settle stats / breakeven', () => {
     const tool = uniqueId('cli_tool');
     const trajectoryId = uniqueId('cli');
     for (let turn = 0; turn < 8; turn++) {
-      await stats.recordProposedCall({ trajectoryId, turn, callId: 'c', tool, issue: turn < 2 ? { field: 'args.path', rule: 'be present' } : null });
+      await stats.recordProposedCall({
+        trajectoryId,
+        turn,
+        callId: 'c',
+        tool,
+        issue: turn < 2 ? { field: 'args.path', rule: 'be present' } : null,
+      });
     }
     const json = settle(['stats', '--json', '--since', '1h'], { env });
     expect(json.code).toBe(0);
-    expect((JSON.parse(json.stdout) as { tool: string }[]).find((r) => r.tool === tool)).toEqual({ tool, calls: 8, malformed: 2, rate: 0.25 });
+    expect((JSON.parse(json.stdout) as { tool: string }[]).find((r) => r.tool === tool)).toEqual({
+      tool,
+      calls: 8,
+      malformed: 2,
+      rate: 0.25,
+    });
     const table = settle(['stats'], { env });
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^tool +calls +malformed +rate$/m);
@@ -127,7 +153,7 @@ describe('settle stats / breakeven', () => {
     expect(table.stdout).toMatch(/\(all time, database clock\)/);
   });
 
-  it('breakeven prints p_break as a fraction and a percentage, and compares a tool\'s measured rate', async () => {
+  it("breakeven prints p_break as a fraction and a percentage, and compares a tool's measured rate", async () => {
     const r = settle(['breakeven', '--gen-tokens', '80', '--mask-ms', '0.5', '--repair-ms', '1800']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('p_break = L_gen · t_mask / T_repair = 80 × 0.5 ms / 1800 ms = 0.02222 (2.22 %)');
@@ -136,7 +162,13 @@ describe('settle stats / breakeven', () => {
     const [often, rarely] = [uniqueId('often'), uniqueId('rarely')];
     const trajectoryId = uniqueId('be');
     for (let turn = 0; turn < 20; turn++) {
-      await stats.recordProposedCall({ trajectoryId, turn, callId: 'a', tool: often, issue: turn < 1 ? { field: 'args', rule: 'be an object' } : null }); // 5 %
+      await stats.recordProposedCall({
+        trajectoryId,
+        turn,
+        callId: 'a',
+        tool: often,
+        issue: turn < 1 ? { field: 'args', rule: 'be an object' } : null,
+      }); // 5 %
       await stats.recordProposedCall({ trajectoryId, turn, callId: 'b', tool: rarely, issue: null }); // 0 %
     }
     const argv = ['breakeven', '--gen-tokens', '80', '--mask-ms', '0.5', '--repair-ms', '1800', '--tool'];
@@ -144,10 +176,16 @@ describe('settle stats / breakeven', () => {
     expect(pays.code).toBe(0);
     expect(pays.stdout).toContain(`${often}: measured malformed rate 1/20 = 5.00 % (all time) > 2.22 %: constrained decoding pays off`);
     const doesNot = settle([...argv, rarely, '--since', '7d', '--json'], { env });
-    expect(JSON.parse(doesNot.stdout)).toMatchObject({ pBreak: 80 * 0.5 / 1800, measured: { tool: rarely, calls: 20, malformed: 0, rate: 0, window: 'last 7d' }, constrainedDecodingPaysOff: false });
+    expect(JSON.parse(doesNot.stdout)).toMatchObject({
+      pBreak: (80 * 0.5) / 1800,
+      measured: { tool: rarely, calls: 20, malformed: 0, rate: 0, window: 'last 7d' },
+      constrainedDecodingPaysOff: false,
+    });
     const unknown = settle([...argv, uniqueId('never')], { env });
     expect(unknown.code).toBe(2);
-    expect(oneLine(unknown.stderr)).toMatch(/^settle: --tool must name a tool with recorded calls \(none for "never-[0-9a-f]+", all time\)$/);
+    expect(oneLine(unknown.stderr)).toMatch(
+      /^settle: --tool must name a tool with recorded calls \(none for "never-[0-9a-f]+", all time\)$/,
+    );
   });
 
   it.each([

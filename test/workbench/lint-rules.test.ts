@@ -114,7 +114,9 @@ describe('rule 3: bounded-types', () => {
   });
 
   it('checks array items too', () => {
-    expect(rulesAt(tool(closed({ x: { type: 'array', maxItems: 3, items: { type: 'string' } } })))).toEqual([['bounded-types', '/0/parameters/properties/x/items']]);
+    expect(rulesAt(tool(closed({ x: { type: 'array', maxItems: 3, items: { type: 'string' } } })))).toEqual([
+      ['bounded-types', '/0/parameters/properties/x/items'],
+    ]);
   });
 });
 
@@ -159,7 +161,11 @@ describe('rule 4: explicit units, counts and index bases', () => {
 
 describe('rule 5: discriminated-unions', () => {
   const file = closed({ kind: { const: 'file' }, path: short });
-  const dir = closed({ kind: { const: 'dir' }, path: short, depth: { type: 'integer', minimum: 0, maximum: 9, description: 'Levels to descend.' } });
+  const dir = closed({
+    kind: { const: 'dir' },
+    path: short,
+    depth: { type: 'integer', minimum: 0, maximum: 9, description: 'Levels to descend.' },
+  });
 
   it('fires on an anyOf/oneOf whose branches carry no common distinct tag', () => {
     const untagged = closed({ target: { anyOf: [closed({ path: short }), closed({ url: short })] } });
@@ -181,7 +187,9 @@ describe('rule 5: discriminated-unions', () => {
 
   it('is silent on a tagged union at the root: the branches declare, close and require the properties', () => {
     expect(findings(tool({ type: 'object', required: ['kind'], oneOf: [file, dir] }))).toEqual([]);
-    expect(rulesAt(tool({ type: 'object', oneOf: [closed({ path: short }), closed({ url: short })] }))).toEqual([['discriminated-unions', '/0/parameters/oneOf']]);
+    expect(rulesAt(tool({ type: 'object', oneOf: [closed({ path: short }), closed({ url: short })] }))).toEqual([
+      ['discriminated-unions', '/0/parameters/oneOf'],
+    ]);
   });
 });
 
@@ -214,11 +222,21 @@ describe('anti-pattern: whole-file-rewrite', () => {
   it('warns on a full-text parameter of a tool that writes files', () => {
     const f = findings(writer('write_file', 'Writes a file.', 'content'));
     expect(f.map((x) => [x.severity, x.rule, x.pointer])).toEqual([['warning', 'whole-file-rewrite', '/0/parameters/properties/content']]);
-    expect(rulesAt(writer('save', 'Overwrites the file at path with the given text.', 'file_contents'))).toEqual([['whole-file-rewrite', '/0/parameters/properties/file_contents']]);
+    expect(rulesAt(writer('save', 'Overwrites the file at path with the given text.', 'file_contents'))).toEqual([
+      ['whole-file-rewrite', '/0/parameters/properties/file_contents'],
+    ]);
   });
 
   it('is silent on an exact-replacement editor and on tools that do not write files', () => {
-    expect(findings([{ name: 'file_edit', description: 'Replaces one block of text in a file.', parameters: closed({ path: short, old_str: short, new_str: short }) }])).toEqual([]);
+    expect(
+      findings([
+        {
+          name: 'file_edit',
+          description: 'Replaces one block of text in a file.',
+          parameters: closed({ path: short, old_str: short, new_str: short }),
+        },
+      ]),
+    ).toEqual([]);
     expect(findings(writer('send_message', 'Posts a chat message.', 'text'))).toEqual([]);
   });
 });
@@ -232,7 +250,9 @@ describe('anti-pattern: not JSON Schema draft 2020-12', () => {
   });
 
   it('fires on a pattern that is not a regular expression', () => {
-    expect(rulesAt(tool(closed({ a: { type: 'string', pattern: '([a-z' } })))).toEqual([['json-schema-2020-12', '/0/parameters/properties/a/pattern']]);
+    expect(rulesAt(tool(closed({ a: { type: 'string', pattern: '([a-z' } })))).toEqual([
+      ['json-schema-2020-12', '/0/parameters/properties/a/pattern'],
+    ]);
   });
 
   it('fires on another declared dialect (draft-07, as many MCP servers publish)', () => {
@@ -253,7 +273,9 @@ describe('document formats', () => {
   it('reads an array, {"tools": [...]}, an MCP tools/list result, Anthropic and OpenAI shapes, one definition', () => {
     expect(at([{ name: 't', parameters: schema }])).toEqual(['/0/parameters/properties/a']);
     expect(at({ tools: [{ name: 't', parameters: schema }] })).toEqual(['/tools/0/parameters/properties/a']);
-    expect(at({ tools: [{ name: 't', description: 'd', inputSchema: schema }], nextCursor: undefined })).toEqual(['/tools/0/inputSchema/properties/a']);
+    expect(at({ tools: [{ name: 't', description: 'd', inputSchema: schema }], nextCursor: undefined })).toEqual([
+      '/tools/0/inputSchema/properties/a',
+    ]);
     expect(at([{ name: 't', input_schema: schema }])).toEqual(['/0/input_schema/properties/a']);
     expect(at([{ type: 'function', function: { name: 't', parameters: schema } }])).toEqual(['/0/function/parameters/properties/a']);
     expect(at({ name: 't', parameters: schema })).toEqual(['/parameters/properties/a']);

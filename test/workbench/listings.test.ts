@@ -28,13 +28,49 @@ describe('source listing 5 (the four-tool catalog)', () => {
     const { tools, findings } = lintDocument(fixture('listing5.json'));
     expect(tools).toBe(4);
     expect(findings.map((f) => [f.severity, f.rule, f.tool, f.pointer, f.message])).toEqual([
-      ['error', 'bounded-types', 'file_view', '/tools/1/parameters/properties/path', 'string has no upper bound (no maxLength, pattern, enum or const)'],
+      [
+        'error',
+        'bounded-types',
+        'file_view',
+        '/tools/1/parameters/properties/path',
+        'string has no upper bound (no maxLength, pattern, enum or const)',
+      ],
       ['error', 'bounded-types', 'file_view', '/tools/1/parameters/properties/offset', 'integer has no maximum'],
-      ['error', 'bounded-types', 'file_edit', '/tools/2/parameters/properties/path', 'string has no upper bound (no maxLength, pattern, enum or const)'],
-      ['error', 'bounded-types', 'file_edit', '/tools/2/parameters/properties/old_str', 'string has no upper bound (no maxLength, pattern, enum or const)'],
-      ['error', 'bounded-types', 'file_edit', '/tools/2/parameters/properties/new_str', 'string has no upper bound (no maxLength, pattern, enum or const)'],
-      ['error', 'bounded-types', 'grep_search', '/tools/3/parameters/properties/path', 'string has no upper bound (no maxLength, pattern, enum or const)'],
-      ['error', 'bounded-types', 'grep_search', '/tools/3/parameters/properties/glob', 'string has no upper bound (no maxLength, pattern, enum or const)'],
+      [
+        'error',
+        'bounded-types',
+        'file_edit',
+        '/tools/2/parameters/properties/path',
+        'string has no upper bound (no maxLength, pattern, enum or const)',
+      ],
+      [
+        'error',
+        'bounded-types',
+        'file_edit',
+        '/tools/2/parameters/properties/old_str',
+        'string has no upper bound (no maxLength, pattern, enum or const)',
+      ],
+      [
+        'error',
+        'bounded-types',
+        'file_edit',
+        '/tools/2/parameters/properties/new_str',
+        'string has no upper bound (no maxLength, pattern, enum or const)',
+      ],
+      [
+        'error',
+        'bounded-types',
+        'grep_search',
+        '/tools/3/parameters/properties/path',
+        'string has no upper bound (no maxLength, pattern, enum or const)',
+      ],
+      [
+        'error',
+        'bounded-types',
+        'grep_search',
+        '/tools/3/parameters/properties/glob',
+        'string has no upper bound (no maxLength, pattern, enum or const)',
+      ],
     ]);
   });
 });

@@ -26,14 +26,31 @@ export const checkBounds: NodeRule = (n, ctx) => {
   if (types.length === 0) {
     // additionalProperties schemas are reported as bags by the objects rule.
     if (!valuePosition || /\/(additionalProperties|unevaluatedProperties)$/.test(n.pointer) || COMPOSED.some((k) => k in s)) return [];
-    return [finding(ctx, 'error', 'bounded-types', n.pointer, 'declares no type: any JSON value passes', 'give it a "type" and a bound (e.g. "type": "string", "maxLength": 1024)')];
+    return [
+      finding(
+        ctx,
+        'error',
+        'bounded-types',
+        n.pointer,
+        'declares no type: any JSON value passes',
+        'give it a "type" and a bound (e.g. "type": "string", "maxLength": 1024)',
+      ),
+    ];
   }
   const out = [];
   if (types.includes('string')) {
-    const bounded = typeof s.maxLength === 'number' || typeof s.pattern === 'string' || (typeof s.format === 'string' && BOUNDED_FORMATS.has(s.format));
+    const bounded =
+      typeof s.maxLength === 'number' || typeof s.pattern === 'string' || (typeof s.format === 'string' && BOUNDED_FORMATS.has(s.format));
     if (!bounded) {
       out.push(
-        finding(ctx, 'error', 'bounded-types', n.pointer, 'string has no upper bound (no maxLength, pattern, enum or const)', 'add "maxLength" sized to what the tool can take (e.g. 1024 for a path, 65536 for a text block)'),
+        finding(
+          ctx,
+          'error',
+          'bounded-types',
+          n.pointer,
+          'string has no upper bound (no maxLength, pattern, enum or const)',
+          'add "maxLength" sized to what the tool can take (e.g. 1024 for a path, 65536 for a text block)',
+        ),
       );
     }
   }
@@ -45,7 +62,14 @@ export const checkBounds: NodeRule = (n, ctx) => {
     if (missing.length > 0) {
       const type = types.includes('integer') ? 'integer' : 'number';
       out.push(
-        finding(ctx, 'error', 'bounded-types', n.pointer, `${type} has no ${missing.join(' and no ')}`, `add ${missing.map((m) => `"${m}"`).join(' and ')} for the range the tool accepts`),
+        finding(
+          ctx,
+          'error',
+          'bounded-types',
+          n.pointer,
+          `${type} has no ${missing.join(' and no ')}`,
+          `add ${missing.map((m) => `"${m}"`).join(' and ')} for the range the tool accepts`,
+        ),
       );
     }
   }

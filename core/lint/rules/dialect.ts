@@ -24,7 +24,14 @@ export const checkDialect: ToolRule = (ctx) => {
   const out = [];
   if (tool.dialect && tool.dialect.uri.replace(/#$/, '') !== DRAFT_2020_12) {
     out.push(
-      finding(ctx, 'error', 'json-schema-2020-12', tool.dialect.pointer, `the schema declares ${tool.dialect.uri}, not JSON Schema draft 2020-12`, `generate draft 2020-12 and set "$schema": "${DRAFT_2020_12}"`),
+      finding(
+        ctx,
+        'error',
+        'json-schema-2020-12',
+        tool.dialect.pointer,
+        `the schema declares ${tool.dialect.uri}, not JSON Schema draft 2020-12`,
+        `generate draft 2020-12 and set "$schema": "${DRAFT_2020_12}"`,
+      ),
     );
   }
   const schema = isObject(tool.schema) ? withoutRootDialect(tool.schema) : tool.schema;
@@ -33,13 +40,30 @@ export const checkDialect: ToolRule = (ctx) => {
     valid = ajv.validateSchema(schema as object) as boolean;
   } catch (err) {
     // e.g. a nested $schema naming a meta-schema ajv does not know.
-    return [...out, finding(ctx, 'error', 'json-schema-2020-12', tool.schemaPointer, `the schema cannot be checked as draft 2020-12: ${(err as Error).message}`, 'publish a self-contained draft 2020-12 schema')];
+    return [
+      ...out,
+      finding(
+        ctx,
+        'error',
+        'json-schema-2020-12',
+        tool.schemaPointer,
+        `the schema cannot be checked as draft 2020-12: ${(err as Error).message}`,
+        'publish a self-contained draft 2020-12 schema',
+      ),
+    ];
   }
   if (!valid) {
     for (const e of mostSpecificPerPath(ajv.errors ?? [])) {
       const allowed = Array.isArray(e.params.allowedValues) ? ` (${e.params.allowedValues.join(', ')})` : '';
       out.push(
-        finding(ctx, 'error', 'json-schema-2020-12', tool.schemaPointer + e.instancePath, `not valid JSON Schema 2020-12: ${e.instancePath ? e.instancePath.split('/').pop() : 'the schema'} ${e.message ?? 'is invalid'}${allowed}`, 'fix the keyword as the 2020-12 meta-schema defines it'),
+        finding(
+          ctx,
+          'error',
+          'json-schema-2020-12',
+          tool.schemaPointer + e.instancePath,
+          `not valid JSON Schema 2020-12: ${e.instancePath ? e.instancePath.split('/').pop() : 'the schema'} ${e.message ?? 'is invalid'}${allowed}`,
+          'fix the keyword as the 2020-12 meta-schema defines it',
+        ),
       );
     }
   }
@@ -47,12 +71,32 @@ export const checkDialect: ToolRule = (ctx) => {
     if (typeof node === 'boolean') continue;
     if (typeof node.pattern === 'string') {
       const problem = regexProblem(node.pattern);
-      if (problem) out.push(finding(ctx, 'error', 'json-schema-2020-12', appendPointer(pointer, 'pattern'), `pattern is not a valid regular expression: ${problem}`, 'write an ECMA-262 regular expression that compiles with the u flag'));
+      if (problem)
+        out.push(
+          finding(
+            ctx,
+            'error',
+            'json-schema-2020-12',
+            appendPointer(pointer, 'pattern'),
+            `pattern is not a valid regular expression: ${problem}`,
+            'write an ECMA-262 regular expression that compiles with the u flag',
+          ),
+        );
     }
     if (isObject(node.patternProperties)) {
       for (const key of Object.keys(node.patternProperties)) {
         const problem = regexProblem(key);
-        if (problem) out.push(finding(ctx, 'error', 'json-schema-2020-12', appendPointer(pointer, 'patternProperties', key), `patternProperties key is not a valid regular expression: ${problem}`, 'write an ECMA-262 regular expression that compiles with the u flag'));
+        if (problem)
+          out.push(
+            finding(
+              ctx,
+              'error',
+              'json-schema-2020-12',
+              appendPointer(pointer, 'patternProperties', key),
+              `patternProperties key is not a valid regular expression: ${problem}`,
+              'write an ECMA-262 regular expression that compiles with the u flag',
+            ),
+          );
       }
     }
   }

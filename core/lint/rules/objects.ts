@@ -15,14 +15,30 @@ const CLOSE_HINT = 'add "additionalProperties": false';
 export const checkObjects: NodeRule = (n, ctx) => {
   if (typeof n.node === 'boolean') {
     return n.node && n.role === 'root'
-      ? [finding(ctx, 'error', 'untyped-bag', n.pointer, 'the argument schema is `true`: any arguments pass', 'publish an object schema with typed properties and "additionalProperties": false')]
+      ? [
+          finding(
+            ctx,
+            'error',
+            'untyped-bag',
+            n.pointer,
+            'the argument schema is `true`: any arguments pass',
+            'publish an object schema with typed properties and "additionalProperties": false',
+          ),
+        ]
       : [];
   }
   const s = n.node;
   const hasProperties = isObject(s.properties) && Object.keys(s.properties).length > 0;
   if (n.role === 'root' && declaredTypes(s).length === 0 && !hasProperties && !hasComposition(s)) {
     return [
-      finding(ctx, 'error', 'untyped-bag', n.pointer, 'the argument schema declares neither a type nor properties: any arguments pass', 'declare "type": "object", the properties, and "additionalProperties": false'),
+      finding(
+        ctx,
+        'error',
+        'untyped-bag',
+        n.pointer,
+        'the argument schema declares neither a type nor properties: any arguments pass',
+        'declare "type": "object", the properties, and "additionalProperties": false',
+      ),
     ];
   }
   if (!isObjectSchema(s)) return [];
@@ -44,10 +60,21 @@ export const checkObjects: NodeRule = (n, ctx) => {
   if (!hasProperties && hasComposition(s)) return [];
   if (!hasProperties) {
     return [
-      finding(ctx, 'error', 'untyped-bag', n.pointer, 'object declares no properties and is not closed: any keys pass', 'declare its fields as typed properties and ' + CLOSE_HINT + ' (a tool without arguments: "properties": {}, "additionalProperties": false)'),
+      finding(
+        ctx,
+        'error',
+        'untyped-bag',
+        n.pointer,
+        'object declares no properties and is not closed: any keys pass',
+        'declare its fields as typed properties and ' +
+          CLOSE_HINT +
+          ' (a tool without arguments: "properties": {}, "additionalProperties": false)',
+      ),
     ];
   }
-  return [finding(ctx, 'error', 'closed-objects', n.pointer, 'object is not closed: keys outside its properties pass validation', CLOSE_HINT)];
+  return [
+    finding(ctx, 'error', 'closed-objects', n.pointer, 'object is not closed: keys outside its properties pass validation', CLOSE_HINT),
+  ];
 };
 
 /** A definition without any argument schema: nothing checks what a model sends. */

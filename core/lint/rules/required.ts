@@ -10,7 +10,8 @@ import { finding, type NodeRule } from './context';
 // "required", "mandatory", "must be given/provided/…": the description says a value is needed.
 const SAYS_REQUIRED = /\b(required|mandatory|must be (given|provided|set|specified|supplied|present|included))\b/i;
 // …unless it says so conditionally or negates it ("required when …", "not required", "optional").
-const SAYS_CONDITIONAL = /\b(not|never) (required|mandatory)\b|\boptional(ly)?\b|\b(required|mandatory|must be \w+) (when|if|only|unless)\b|\b(if|when|unless) [^.]*\b(required|mandatory)\b/i;
+const SAYS_CONDITIONAL =
+  /\b(not|never) (required|mandatory)\b|\boptional(ly)?\b|\b(required|mandatory|must be \w+) (when|if|only|unless)\b|\b(if|when|unless) [^.]*\b(required|mandatory)\b/i;
 
 export const checkRequired: NodeRule = (n, ctx) => {
   if (typeof n.node === 'boolean' || !isObjectSchema(n.node)) return [];
@@ -23,7 +24,14 @@ export const checkRequired: NodeRule = (n, ctx) => {
   for (const [i, name] of (isObject(s.properties) || !composed ? required : []).entries()) {
     if (typeof name === 'string' && !Object.prototype.hasOwnProperty.call(properties, name)) {
       out.push(
-        finding(ctx, 'error', 'required-fields', appendPointer(n.pointer, 'required', i), `required names ${JSON.stringify(name)}, which is not among the properties`, `declare ${JSON.stringify(name)} under properties, or remove it from required`),
+        finding(
+          ctx,
+          'error',
+          'required-fields',
+          appendPointer(n.pointer, 'required', i),
+          `required names ${JSON.stringify(name)}, which is not among the properties`,
+          `declare ${JSON.stringify(name)} under properties, or remove it from required`,
+        ),
       );
     }
   }
@@ -31,7 +39,14 @@ export const checkRequired: NodeRule = (n, ctx) => {
     if (required.includes(name) || !isObject(sub) || typeof sub.description !== 'string') continue;
     if (SAYS_REQUIRED.test(sub.description) && !SAYS_CONDITIONAL.test(sub.description)) {
       out.push(
-        finding(ctx, 'error', 'required-fields', appendPointer(n.pointer, 'properties', name), `the description calls ${JSON.stringify(name)} required, but it is not in required`, `add ${JSON.stringify(name)} to required (or reword the description if the field is optional)`),
+        finding(
+          ctx,
+          'error',
+          'required-fields',
+          appendPointer(n.pointer, 'properties', name),
+          `the description calls ${JSON.stringify(name)} required, but it is not in required`,
+          `add ${JSON.stringify(name)} to required (or reword the description if the field is optional)`,
+        ),
       );
     }
   }

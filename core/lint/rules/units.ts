@@ -12,20 +12,95 @@ import { declaredTypes } from '../walk';
 import { finding, nameWords, type NodeRule } from './context';
 
 const DURATION_WORDS = new Set([
-  'timeout', 'delay', 'interval', 'duration', 'ttl', 'wait', 'sleep', 'backoff', 'period', 'latency',
-  'lease', 'retention', 'cooldown', 'grace', 'age', 'expiry', 'expires', 'expiration', 'deadline',
-  'time', 'timestamp', 'epoch', 'elapsed',
+  'timeout',
+  'delay',
+  'interval',
+  'duration',
+  'ttl',
+  'wait',
+  'sleep',
+  'backoff',
+  'period',
+  'latency',
+  'lease',
+  'retention',
+  'cooldown',
+  'grace',
+  'age',
+  'expiry',
+  'expires',
+  'expiration',
+  'deadline',
+  'time',
+  'timestamp',
+  'epoch',
+  'elapsed',
 ]);
 const SIZE_WORDS = new Set(['size', 'length', 'len', 'memory', 'mem', 'capacity', 'quota', 'bandwidth', 'width', 'height']);
-const INDEX_WORDS = new Set(['line', 'lineno', 'column', 'col', 'offset', 'index', 'idx', 'position', 'pos', 'row', 'page', 'start', 'end']);
+const INDEX_WORDS = new Set([
+  'line',
+  'lineno',
+  'column',
+  'col',
+  'offset',
+  'index',
+  'idx',
+  'position',
+  'pos',
+  'row',
+  'page',
+  'start',
+  'end',
+]);
 /** Words that make a name a count or a bound on one (`limit`, `max_x`). */
 const COUNT_WORDS = new Set(['limit', 'max', 'maximum', 'min', 'minimum', 'count', 'total', 'num', 'top', 'n']);
 
 const UNIT_WORDS = new Set([
-  'ms', 'msec', 'msecs', 'millis', 'milliseconds', 'us', 'usec', 'micros', 'microseconds', 'ns', 'nanos', 'nanoseconds',
-  's', 'sec', 'secs', 'second', 'seconds', 'min', 'mins', 'minute', 'minutes', 'h', 'hr', 'hrs', 'hour', 'hours',
-  'd', 'day', 'days', 'week', 'weeks', 'b', 'byte', 'bytes', 'kb', 'kib', 'mb', 'mib', 'gb', 'gib', 'tb',
-  'px', 'pixels', 'pct', 'percent',
+  'ms',
+  'msec',
+  'msecs',
+  'millis',
+  'milliseconds',
+  'us',
+  'usec',
+  'micros',
+  'microseconds',
+  'ns',
+  'nanos',
+  'nanoseconds',
+  's',
+  'sec',
+  'secs',
+  'second',
+  'seconds',
+  'min',
+  'mins',
+  'minute',
+  'minutes',
+  'h',
+  'hr',
+  'hrs',
+  'hour',
+  'hours',
+  'd',
+  'day',
+  'days',
+  'week',
+  'weeks',
+  'b',
+  'byte',
+  'bytes',
+  'kb',
+  'kib',
+  'mb',
+  'mib',
+  'gb',
+  'gib',
+  'tb',
+  'px',
+  'pixels',
+  'pct',
+  'percent',
 ]);
 /** What a count may count. Also a unit of size (characters, lines, items). */
 const COUNTED_NOUNS = new Set(
@@ -51,31 +126,61 @@ export const checkUnits: NodeRule = (n, ctx) => {
   const words = nameWords(n.name);
   const description = typeof n.node.description === 'string' ? n.node.description : '';
   const name = JSON.stringify(n.name);
-  const saysCount = (text: string) => [...text.toLowerCase().matchAll(/[a-z_]+/g)].some(([w]) => COUNTED_NOUNS.has(w)) || /\b(number|count) of \w/i.test(text);
+  const saysCount = (text: string) =>
+    [...text.toLowerCase().matchAll(/[a-z_]+/g)].some(([w]) => COUNTED_NOUNS.has(w)) || /\b(number|count) of \w/i.test(text);
 
   if (words.some((w) => DURATION_WORDS.has(w))) {
     if (words.some((w) => UNIT_WORDS.has(w)) || TIME_UNIT_TEXT.test(description)) return [];
     return [
-      finding(ctx, 'error', 'explicit-units', n.pointer, `${name} is a time quantity with no unit in its name or description`, `name the unit (e.g. ${JSON.stringify(`${n.name}_ms`)}) or state it in the description ("in milliseconds")`),
+      finding(
+        ctx,
+        'error',
+        'explicit-units',
+        n.pointer,
+        `${name} is a time quantity with no unit in its name or description`,
+        `name the unit (e.g. ${JSON.stringify(`${n.name}_ms`)}) or state it in the description ("in milliseconds")`,
+      ),
     ];
   }
   if (words.some((w) => SIZE_WORDS.has(w))) {
-    if (words.some((w) => UNIT_WORDS.has(w) || COUNTED_NOUNS.has(w)) || SIZE_UNIT_TEXT.test(description) || saysCount(description)) return [];
+    if (words.some((w) => UNIT_WORDS.has(w) || COUNTED_NOUNS.has(w)) || SIZE_UNIT_TEXT.test(description) || saysCount(description))
+      return [];
     return [
-      finding(ctx, 'error', 'explicit-units', n.pointer, `${name} is a size with no unit in its name or description`, `name the unit (e.g. ${JSON.stringify(`${n.name}_bytes`)}) or say what it measures in the description (bytes, characters, lines, items)`),
+      finding(
+        ctx,
+        'error',
+        'explicit-units',
+        n.pointer,
+        `${name} is a size with no unit in its name or description`,
+        `name the unit (e.g. ${JSON.stringify(`${n.name}_bytes`)}) or say what it measures in the description (bytes, characters, lines, items)`,
+      ),
     ];
   }
   const counting = words.some((w) => COUNT_WORDS.has(w) && w !== 'num' && w !== 'n' && w !== 'top');
   if (words.some((w) => INDEX_WORDS.has(w)) && !counting) {
     if (INDEX_BASE_TEXT.test(description)) return [];
     return [
-      finding(ctx, 'error', 'index-base', n.pointer, `${name} is a position but does not say whether it starts at 0 or 1`, 'say so in the description, e.g. "1-indexed (1 is the first line)"'),
+      finding(
+        ctx,
+        'error',
+        'index-base',
+        n.pointer,
+        `${name} is a position but does not say whether it starts at 0 or 1`,
+        'say so in the description, e.g. "1-indexed (1 is the first line)"',
+      ),
     ];
   }
   if (words.some((w) => COUNT_WORDS.has(w))) {
     if (words.some((w) => COUNTED_NOUNS.has(w)) || saysCount(description)) return [];
     return [
-      finding(ctx, 'error', 'explicit-counts', n.pointer, `${name} is a count or limit that does not say what it counts`, `name what it counts (e.g. "max_results", "limit_lines") or say it in the description ("Maximum number of lines to return")`),
+      finding(
+        ctx,
+        'error',
+        'explicit-counts',
+        n.pointer,
+        `${name} is a count or limit that does not say what it counts`,
+        `name what it counts (e.g. "max_results", "limit_lines") or say it in the description ("Maximum number of lines to return")`,
+      ),
     ];
   }
   return [];

