@@ -19,6 +19,7 @@ import type { KeyRing } from './capability/keyring';
 import { accessFor } from '../core/capability/access';
 import type { ChildRequest } from '../core/capability/rules';
 import { applyProbe, runSettled } from './settled/run-settled';
+import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
 import type { ModelReply } from '../core/model/chat';
@@ -60,14 +61,11 @@ export interface ProbeReport {
   /** The record's state after the probe was applied. */
   state: RecordState;
   generation: number;
+  /** Who settled the record, when it was no longer IN_DOUBT (e.g. `operator:alice`). */
+  settledBy?: string | null;
 }
 
-export interface OperatorSettlement {
-  key: string;
-  verdict: 'applied' | 'not_applied';
-  operator: string;
-  reason: string;
-}
+export type { OperatorSettlement };
 
 export interface ActivityDeps {
   store: EndpointStore;
@@ -192,6 +190,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
           detail: `record is ${record.state}, nothing to settle`,
           state: record.state,
           generation: record.generation,
+          settledBy: record.settledBy,
         };
       }
       const { tool, args } = settledCall(record.tool, record.args);
@@ -205,22 +204,14 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       return { verdict: verdict.verdict, detail: verdict.detail, state: applied.state, generation: record.generation };
     },
 
-    /** An operator's verdict on an IN_DOUBT call, recorded with their name and reason. */
-    async settleByOperator(input: OperatorSettlement): Promise<{ state: RecordState }> {
-      const record = await store.get(input.key);
-      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
-      if (record.state !== 'IN_DOUBT') return { state: record.state };
-      const write =
-        input.verdict === 'applied'
-          ? await store.settle(
-              record.key,
-              record.generation,
-              { as: 'COMPLETED', result: operatorResult(input) },
-              `operator:${input.operator}`,
-              input.reason,
-            )
-          : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, `operator:${input.operator}`, input.reason);
-      return { state: write.ok ? write.record.state : (write.current?.state ?? 'IN_DOUBT') };
+    /**
+     * An operator's verdict on an IN_DOUBT call, recorded with their name and reason. Returns the
+     * generation it settled: a verdict belongs to that execution, not to later ones.
+     */
+    async settleByOperator(input: OperatorSettlement): Promise<{ state: RecordState; generation: number }> {
+      const outcome = await settleByOperator(store, input);
+      if (outcome.state === 'UNSEEN') throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
+      return { state: outcome.state, generation: outcome.generation };
     },
   };
 }
@@ -280,13 +271,4 @@ function boundObservation(o: Observation): Observation {
 
 function boundOutcome(outcome: CallOutcome<Observation>): CallOutcome<Observation> {
   return outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
-}
-
-function operatorResult(input: OperatorSettlement): Observation {
-  return {
-    output: `settled as applied by operator ${input.operator}: ${input.reason}`,
-    error: null,
-    exit_status: 0,
-    truncated: false,
-  };
 }

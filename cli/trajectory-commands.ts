@@ -5,7 +5,10 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { TrajectorySpec } from '../core/spec';
 import { allIssues } from '../core/validation';
-import type { TrajectoryInput } from '../workflows/definitions';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { settleByOperator } from '../activities/settled/operator-settlement';
+import type { SettleClient } from '../client/index';
+import type { SettleCallInput, TrajectoryInput } from '../workflows/definitions';
 import { withClient, withStore } from './connections';
 import { UsageError } from './usage-error';
 
@@ -70,7 +73,10 @@ export function registerTrajectoryCommands(program: Command): void {
 
   program
     .command('resolve')
-    .description('Settle an IN_DOUBT call by hand: finds its trajectory from the record and sends the settleCall update.')
+    .description(
+      'Settle an IN_DOUBT call by hand: through the settleCall update of its trajectory when that waits for it, ' +
+        'else directly on the record (trajectory ended or not waiting), with the same audit trail.',
+    )
     .argument('<key>', 'the call’s idempotency key')
     .requiredOption('--as <verdict>', 'applied | not-applied')
     .requiredOption('--operator <name>', 'who settles (recorded on the record and its events)')
@@ -83,13 +89,64 @@ export function registerTrajectoryCommands(program: Command): void {
       if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
       const record = await withStore((store) => store.get(key));
       if (!record) throw new UsageError(`KEY: no endpoint record for ${key}`);
-      if (record.state !== 'IN_DOUBT') throw new UsageError(`KEY: the record is ${record.state}, not IN_DOUBT; nothing to settle`);
-      const verdict = opts.as === 'applied' ? 'applied' : 'not_applied';
-      const result = await withClient((client) =>
-        client.settle(record.trajectoryId, { key, verdict, operator: opts.operator, reason: opts.reason }).catch(rejected),
+      if (record.state !== 'IN_DOUBT') throw notInDoubt(record.state);
+      const settlement = {
+        key,
+        verdict: opts.as === 'applied' ? 'applied' : 'not_applied',
+        operator: opts.operator,
+        reason: opts.reason,
+      } as const;
+      const where = `${key.slice(0, 16)}… in ${record.trajectoryId}`;
+
+      // A trajectory that waits for this call must hear the verdict (it wakes up and carries on).
+      const viaUpdate = await withClient((client) => settleThroughTrajectory(client, record.trajectoryId, settlement));
+      if (viaUpdate.kind === 'settled') {
+        console.log(
+          `${where}: ${viaUpdate.state} (settled by operator:${opts.operator}) via the settleCall update of the waiting trajectory`,
+        );
+        return;
+      }
+      // Nobody waits for it: the record itself is settled (fenced by its generation), with the same event.
+      const outcome = await withStore((store) => settleByOperator(store, settlement));
+      if (!outcome.settled) throw notInDoubt(outcome.state);
+      console.log(
+        `${where}: ${outcome.state} (settled by operator:${opts.operator}) directly on the record: ${viaUpdate.why}; generation ${outcome.generation}`,
       );
-      console.log(`${key.slice(0, 16)}… in ${record.trajectoryId}: ${result.state} (settled by operator:${opts.operator})`);
     });
+}
+
+function notInDoubt(state: string): UsageError {
+  return new UsageError(`KEY: the record is ${state}, not IN_DOUBT; nothing to settle`);
+}
+
+/**
+ * Sends the settleCall update if the call's trajectory is running and waits for it. Otherwise says
+ * why not, so the caller settles the record directly.
+ */
+async function settleThroughTrajectory(
+  client: SettleClient,
+  trajectoryId: string,
+  settlement: SettleCallInput,
+): Promise<{ kind: 'settled'; state: string } | { kind: 'not_waiting'; why: string }> {
+  let runStatus: string;
+  try {
+    runStatus = (await client.handle(trajectoryId).describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} does not exist (any more)` };
+    throw err;
+  }
+  if (runStatus !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${runStatus})` };
+  try {
+    return { kind: 'settled', ...(await client.settle(trajectoryId, settlement)) };
+  } catch (err) {
+    // The validator refuses keys the trajectory does not wait for (e.g. a call of an earlier run).
+    const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';
+    if (err instanceof WorkflowUpdateFailedError && /^key must name a call of this trajectory that is waiting/.test(cause)) {
+      return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is running but not waiting for this call` };
+    }
+    if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} ended meanwhile` };
+    return rejected(err);
+  }
 }
 
 function readSpec(specPath: string, capPath?: string): TrajectorySpec {

@@ -163,7 +163,9 @@ export class SettledCall {
       const probe = await probeToolCall({ key, workspace: input.workspace });
       if (probe.state !== 'IN_DOUBT') {
         this.report.state = probe.state;
-        return { by: 'probe', state: probe.state };
+        // Settled before this probe looked: by the probe, a late completion, or an operator's
+        // direct `settle resolve` (the record names who).
+        return { by: probe.settledBy?.startsWith('operator:') ? 'operator' : 'probe', state: probe.state };
       }
       state.awaitingOperator.add(key);
       state.publish(
@@ -172,9 +174,11 @@ export class SettledCall {
           `Settle with: settle resolve ${key} --as applied|not-applied --operator NAME --reason TEXT`,
       );
       const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
-      if (await condition(() => state.operatorSettled.has(key), delayMs)) {
+      // Only a verdict on this generation settles it: one given on an earlier generation says
+      // nothing about the execution that is in doubt now.
+      if (await condition(() => state.operatorVerdictFor(key, probe.generation) !== undefined, delayMs)) {
         state.awaitingOperator.delete(key);
-        const settled = state.operatorSettled.get(key)!;
+        const settled = state.takeOperatorVerdict(key, probe.generation)!;
         this.report.state = settled;
         return { by: 'operator', state: settled };
       }
@@ -197,8 +201,9 @@ export async function applyOperatorVerdict(
   s: { key: string; verdict: 'applied' | 'not_applied'; operator: string; reason: string },
 ): Promise<{ state: string }> {
   const result = await settleByOperator(s);
-  if (result.state !== 'IN_DOUBT') state.operatorSettled.set(s.key, result.state);
-  return result;
+  // Histories recorded before verdicts carried a generation have none: it applies to the wait in progress.
+  if (result.state !== 'IN_DOUBT') state.recordOperatorVerdict(s.key, result.generation ?? null, result.state);
+  return { state: result.state };
 }
 
 /** The capability refused this access: nothing was claimed or touched. */

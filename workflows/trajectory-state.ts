@@ -21,9 +21,13 @@ export class TrajectoryState {
   /** Validated arguments of every call, by key (compensators need them). */
   readonly argsByKey = new Map<string, Record<string, unknown>>();
   readonly turnsDone: Set<number>;
-  /** Keys waiting for an operator's verdict, and the record state after an operator settled one. */
+  /** Keys waiting for an operator's verdict. */
   readonly awaitingOperator = new Set<string>();
-  readonly operatorSettled = new Map<string, RecordStateOrUnseen>();
+  /**
+   * Operators' verdicts not yet taken by the call they settled: by key, the generation they
+   * settled (null in histories from before verdicts carried one) and the record state after.
+   */
+  private readonly operatorVerdicts = new Map<string, { generation: number | null; state: RecordStateOrUnseen }>();
   /** A3 calls waiting for an approver, and the decisions received. */
   readonly approvals = new Map<string, ApproveCallInput>();
   readonly awaitingApproval = new Set<string>();
@@ -47,6 +51,23 @@ export class TrajectoryState {
     if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
     requireText(s.operator, 'operator', 'a non-empty name');
     requireText(s.reason, 'reason', 'a non-empty explanation');
+  }
+
+  recordOperatorVerdict(key: string, generation: number | null, state: RecordStateOrUnseen): void {
+    this.operatorVerdicts.set(key, { generation, state });
+  }
+
+  /** The record state an operator settled `generation` of `key` to, if they did. */
+  operatorVerdictFor(key: string, generation: number): RecordStateOrUnseen | undefined {
+    const verdict = this.operatorVerdicts.get(key);
+    return verdict && (verdict.generation === null || verdict.generation === generation) ? verdict.state : undefined;
+  }
+
+  /** As operatorVerdictFor, and forgets it: each verdict settles one wait. */
+  takeOperatorVerdict(key: string, generation: number): RecordStateOrUnseen | undefined {
+    const state = this.operatorVerdictFor(key, generation);
+    if (state !== undefined) this.operatorVerdicts.delete(key);
+    return state;
   }
 
   validateApproveCall(a: ApproveCallInput): void {
