@@ -6,7 +6,7 @@ import { FAILURE } from '../core/failures';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { deriveKey } from '../core/key';
-import { truncate, type Observation } from '../core/observation';
+import { failed, truncate, type Observation } from '../core/observation';
 import type { CallOutcome, RecordState } from '../core/records';
 import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
@@ -148,6 +148,9 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
           heartbeat: () => ctx.heartbeat(),
+          onDatabaseRetry: (what, err) => {
+            ctx.log.warn(`database unreachable; retrying "${what}" for key ${key}`, { error: err.message });
+          },
           ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
         },
       ).then(boundOutcome);
@@ -177,7 +180,15 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         audience,
       );
       if (access.denied) return { kind: 'denied', ...access.denied };
-      return { kind: 'observed', observation: boundObservation(await tool.run(args, { workspace: input.workspace })) };
+      let observation: Observation;
+      try {
+        observation = await tool.run(args, { workspace: input.workspace });
+      } catch (err) {
+        // The tool's own failure (a permission, an I/O error) is the answer to the model, not a
+        // reason to retry the activity or fail the turn.
+        observation = failed(`${input.tool} failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      return { kind: 'observed', observation: boundObservation(observation) };
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (DESIGN.md §3). */

@@ -7,10 +7,11 @@
  *   DATABASE_URL        Postgres holding the endpoint records    (required)
  *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start)
  *
- * Runs migrations on start (safe with many workers starting at once). SIGTERM/SIGINT drain the
+ * Waits for PostgreSQL with backoff (logging it) and runs migrations on start (safe with many
+ * workers starting at once); survives PostgreSQL restarts while running. SIGTERM/SIGINT drain the
  * worker gracefully: running activities finish or heartbeat out, then the process exits.
  */
-import { assertReachable, migrateToLatest, redactUrl } from '../activities/store/database';
+import { isTransient, migrateToLatest, redactUrl, waitForDatabase } from '../activities/store/database';
 import { createSettleWorker, DEFAULT_TASK_QUEUE } from './create-worker';
 
 async function main(): Promise<void> {
@@ -23,8 +24,18 @@ async function main(): Promise<void> {
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
 
-  await assertReachable(databaseUrl);
-  await migrateToLatest(databaseUrl);
+  // PostgreSQL may start after the worker, or restart while it starts: wait for it, saying so.
+  const log = (line: string) => console.log(`settle worker: ${line}`);
+  for (let attempt = 0; ; attempt++) {
+    await waitForDatabase(databaseUrl, log);
+    try {
+      await migrateToLatest(databaseUrl);
+      break;
+    } catch (err) {
+      if (!(err instanceof Error) || !isTransient(err) || attempt >= 10) throw err;
+      log(`migration interrupted (${err.message}); waiting for the database again`);
+    }
+  }
   const bundlePath = process.env.SETTLE_WORKFLOW_BUNDLE;
   const worker = await createSettleWorker({
     temporalAddress,

@@ -26,9 +26,15 @@ import type { TrajectoryState } from './trajectory-state';
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 
 // Local activities: short, and recorded as one marker each instead of a task round trip.
-const { deriveKeyedKey, recordProposedCall } = proxyLocalActivities<SettleActivities>({
+const { deriveKeyedKey } = proxyLocalActivities<SettleActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
+});
+// Bookkeeping must never fail a turn: during a database outage it retries until PostgreSQL is
+// back (the turn waits), and it is idempotent, so a retry never counts twice.
+const { recordProposedCall } = proxyLocalActivities<SettleActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
 });
 
 /** Patch id: proposed calls are counted per tool (malformed-call rate), by a local activity. Histories before it have none. */
@@ -138,7 +144,9 @@ async function runReadOnly(ctx: CallContext, report: CallReport, valid: ValidCal
   const { input } = ctx;
   report.attempts++;
   const result: ReadOnlyResult | Observation = await runReadOnlyTool.executeWithOptions(
-    { startToCloseTimeout: '1 minute', retry: { initialInterval: '1 second', maximumAttempts: 5 }, summary },
+    // Retried until it answers (a read has no effect to repeat): the capability check may need
+    // the database, and an outage must delay the turn, not fail it. Tool errors are observations.
+    { startToCloseTimeout: '1 minute', retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' }, summary },
     [
       {
         tool: valid.tool,

@@ -8,6 +8,8 @@
  */
 import type { Actor, CallOutcome, ProbeVerdict } from '../../core/records';
 import type { ClaimRequest, EndpointRecord, EndpointStore } from '../store/endpoint-store';
+import { isTransientDatabaseError } from '../store/database';
+import { failpoint } from '../failpoints';
 import { LeaseLost, NoEffect, type SettledTool, type ToolEnv } from './settled-tool';
 
 export interface RunOptions {
@@ -17,8 +19,14 @@ export interface RunOptions {
   holder: string;
   /** Extra facts for the claim event (e.g. an A3 call's approval). */
   claimDetail?: Record<string, unknown>;
-  /** Called after each successful lease renewal (the activity heartbeats to Temporal here). */
+  /**
+   * Tells Temporal this executor is alive (the activity heartbeats here): after each successful
+   * lease renewal, after a renewal that failed only because the database was unreachable, and
+   * while a result waits for the database to be recorded.
+   */
   heartbeat?: () => void;
+  /** Called when a write that must not be lost waits for the database (for the worker's log). */
+  onDatabaseRetry?: (what: string, err: Error) => void;
   /**
    * Safety margin for the local lease check: the effect may start only if the last successful
    * renewal was sent less than `leaseMs - marginMs` ago on this process's monotonic clock.
@@ -51,6 +59,8 @@ export async function runSettled<Args, Intent, Result>(
       break;
   }
   const { generation } = claim;
+  const durable = durableWriter(options);
+  await failpoint('settled.before_intent');
 
   // From here on this executor owns (key, generation). Nothing below releases the key on an
   // exception unless the exception proves there was no effect.
@@ -59,35 +69,71 @@ export async function runSettled<Args, Intent, Result>(
     plan = await tool.plan(call.args, env);
   } catch (err) {
     // Planning is read-only: whatever went wrong, nothing was touched.
-    return release(store, call.key, generation, `planning failed before any effect: ${message(err)}`, actor);
+    return release(store, durable, call.key, generation, `planning failed before any effect: ${message(err)}`, actor);
   }
   if (plan.kind === 'answer') {
-    return finish(store, call.key, generation, plan.result, actor);
+    return finish(store, durable, call.key, generation, plan.result, actor);
   }
 
-  const intentWrite = await store.recordIntent(call.key, generation, plan.intent, actor);
+  let intentWrite;
+  try {
+    intentWrite = await store.recordIntent(call.key, generation, plan.intent, actor);
+  } catch (err) {
+    // Whether the intent reached the record is unknown, but the effect has certainly not started.
+    return release(store, durable, call.key, generation, `the intent could not be recorded (${message(err)}); effect never started`, actor);
+  }
   if (!intentWrite.ok) {
-    return release(store, call.key, generation, 'lease lapsed before the intent could be recorded', actor);
+    return release(store, durable, call.key, generation, 'lease lapsed before the intent could be recorded', actor);
   }
 
   const lease = new LeaseKeeper(store, call.key, generation, options, claimSentAt);
+  let result: Result;
   try {
-    const result = await tool.execute(call.args, plan.intent, env, {
+    result = await tool.execute(call.args, plan.intent, env, {
       generation,
       assertLeaseHeld: () => lease.assertHeld(),
     });
-    lease.stop();
-    return await finish(store, call.key, generation, result, actor);
   } catch (err) {
     lease.stop();
     if (err instanceof NoEffect) {
-      return release(store, call.key, generation, `${err.name}: ${err.message}`, actor);
+      return release(store, durable, call.key, generation, `${err.name}: ${err.message}`, actor);
     }
     const detail = `execution ended with an exception, effect unknown: ${message(err)}`;
-    const marked = await store.markInDoubt(call.key, generation, detail, actor);
+    const marked = await durable('mark in doubt', () => store.markInDoubt(call.key, generation, detail, actor));
     if (marked.ok) return { kind: 'in_doubt', generation, detail };
-    return outcomeOf(await store.get(call.key));
+    return outcomeOf(await durable('read the record', () => store.get(call.key)));
   }
+  lease.stop();
+  // The effect happened and only this process knows its result: record it, however long the
+  // database takes to come back (fenced by generation; a late completion settles an IN_DOUBT).
+  return finish(store, durable, call.key, generation, result, actor);
+}
+
+type Durable = <T>(what: string, write: () => Promise<T>) => Promise<T>;
+
+/**
+ * Writes that carry knowledge only this executor has — a result, or proof that nothing happened —
+ * are retried until the database answers (backoff 250 ms doubling to 5 s), heartbeating meanwhile
+ * so Temporal does not hand the call to another worker: the executor is alive, only the database
+ * is not. Errors that are not about reaching the database are thrown at once.
+ */
+function durableWriter(options: RunOptions): Durable {
+  return async (what, write) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (!isTransientDatabaseError(err)) throw err;
+        options.onDatabaseRetry?.(what, err as Error);
+        // Heartbeat at the lease's renewal pace while waiting (Temporal's heartbeat timeout is the lease).
+        const slice = Math.max(10, Math.floor(options.leaseMs / 3));
+        for (let waited = 0, delay = Math.min(250 * 2 ** attempt, 5_000); waited < delay; waited += slice) {
+          options.heartbeat?.();
+          await new Promise((r) => setTimeout(r, Math.min(slice, delay - waited)));
+        }
+      }
+    }
+  };
 }
 
 /**
@@ -111,28 +157,30 @@ export async function applyProbe<Result>(
 
 async function finish<Result>(
   store: EndpointStore,
+  durable: Durable,
   key: string,
   generation: number,
   result: Result,
   actor: Actor,
 ): Promise<CallOutcome<Result>> {
-  const done = await store.complete(key, generation, result, actor);
+  const done = await durable('complete', () => store.complete(key, generation, result, actor));
   if (done.ok) return { kind: 'completed', result, replayed: false, generation };
   // Fenced out: someone settled or re-claimed this key while we ran. The record is the truth;
   // the refused write is in the event trail for operators.
-  return outcomeOf(await store.get(key));
+  return outcomeOf(await durable('read the record', () => store.get(key)));
 }
 
 async function release<Result>(
   store: EndpointStore,
+  durable: Durable,
   key: string,
   generation: number,
   detail: string,
   actor: Actor,
 ): Promise<CallOutcome<Result>> {
-  const released = await store.releaseNoEffect(key, generation, detail, actor);
+  const released = await durable('release', () => store.releaseNoEffect(key, generation, detail, actor));
   if (released.ok) return { kind: 'released', generation, detail };
-  return outcomeOf(await store.get(key));
+  return outcomeOf(await durable('read the record', () => store.get(key)));
 }
 
 /** The outcome a caller should see for a record it no longer owns. */
@@ -187,8 +235,11 @@ class LeaseKeeper {
       // Measured from when the request was sent: the database lease runs at least that long.
       this.lastRenewalSentAt = Math.max(this.lastRenewalSentAt, sentAt);
       this.options.heartbeat?.();
-    } catch {
-      // A failed renewal is not a lost lease yet; the monotonic check decides.
+    } catch (err) {
+      // A failed renewal is not a lost lease yet; the monotonic check decides. If only the
+      // database is unreachable, this executor is still alive and will record its outcome when
+      // the database returns: keep Temporal from handing the call to another worker meanwhile.
+      if (isTransientDatabaseError(err)) this.options.heartbeat?.();
     }
   }
 

@@ -12,23 +12,98 @@ export interface OpenDatabaseOptions {
 }
 
 export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Kysely<SettleDatabase> {
-  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10 });
-  // An idle client that loses its server must not crash the process; the next query reports it.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    // A server that is down or paused must fail a statement, not hang it (callers retry).
+    connectionTimeoutMillis: 5_000,
+    keepAlive: true,
+  });
+  // A restart of PostgreSQL (57P01 on fast shutdown, a reset connection on a crash) makes pg emit
+  // 'error' on its clients. Idle clients report it to the pool; a client that is checked out
+  // reports it on itself as well as to its statement. Neither may crash the process: the
+  // statement fails (and is retried by its caller), and the pool discards the broken client.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return new Kysely<SettleDatabase>({ dialect: new PostgresDialect({ pool }) });
 }
 
 /** Fails fast with an error that names DATABASE_URL (without its password). */
 export async function assertReachable(url: string): Promise<void> {
+  const problem = await probeDatabase(url);
+  if (problem) throw new Error(`DATABASE_URL ${redactUrl(url)} is unreachable: ${problem.message}`);
+}
+
+/**
+ * Waits until the database answers, retrying with backoff (0.5 s doubling to 10 s) and logging each
+ * wait: a worker may start before PostgreSQL or while it restarts. Errors that waiting cannot fix
+ * (authentication, a database that does not exist) are thrown at once.
+ */
+export async function waitForDatabase(url: string, log: (line: string) => void, options: { maxDelayMs?: number } = {}): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const problem = await probeDatabase(url);
+    if (!problem) {
+      if (attempt > 0) log(`database ${redactUrl(url)} is reachable`);
+      return;
+    }
+    if (!isTransient(problem)) throw new Error(`DATABASE_URL ${redactUrl(url)} is unusable: ${problem.message}`);
+    const delayMs = Math.min(500 * 2 ** attempt, options.maxDelayMs ?? 10_000);
+    log(`waiting for the database: ${redactUrl(url)} is unreachable (${problem.message}); retrying in ${delayMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, delayMs));
+  }
+}
+
+async function probeDatabase(url: string): Promise<Error | null> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  client.on('error', () => {});
   try {
     await client.connect();
     await client.query('select 1');
+    return null;
   } catch (err) {
-    throw new Error(`DATABASE_URL ${redactUrl(url)} is unreachable: ${(err as Error).message}`);
+    return err instanceof Error ? err : new Error(String(err));
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/**
+ * Whether starting against this database can succeed by waiting: not when authentication fails
+ * (SQLSTATE class 28), the database does not exist (3D) or the URL cannot be parsed.
+ */
+export function isTransient(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (code.startsWith('28') || code.startsWith('3D'))) return false;
+  return !(err instanceof TypeError); // pg throws TypeError for an unparseable connection string
+}
+
+const CONNECTION_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+
+/**
+ * Whether a statement failed because the database was unreachable or restarting (so the same
+ * statement may succeed later), rather than because of the statement itself: a refused or reset
+ * connection, SQLSTATE class 08 (connection exception), 57P01–57P03 (shutdown, crash, starting
+ * up), 53 (out of resources, e.g. too many connections), and pg's own "Connection terminated" and
+ * connect-timeout errors.
+ */
+export function isTransientDatabaseError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (CONNECTION_ERRNOS.has(code) || code.startsWith('08') || code.startsWith('53') || /^57P0[123]$/.test(code)) return true;
+  }
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i.test(
+    err.message,
+  );
 }
 
 export function redactUrl(url: string): string {
@@ -51,6 +126,7 @@ const MIGRATION_LOCK_ID = 0x5e771e;
  */
 export async function migrateToLatest(url: string): Promise<string[]> {
   const lockClient = new pg.Client({ connectionString: url });
+  lockClient.on('error', () => {}); // a restart during migration fails the statement in flight, not the process
   await lockClient.connect();
   const db = openDatabase(url, { max: 2 });
   try {

@@ -9,7 +9,7 @@
  * - claim is a single INSERT … ON CONFLICT DO UPDATE … WHERE (never two live claims of one key);
  * - leases are compared on the database clock (now()), never a worker's clock;
  * - every write after the claim is fenced by (key, generation); refused writes leave an event;
- * - a late completion with the right generation may settle IN_DOUBT as COMPLETED;
+ * - a late completion (or a release proving no effect) with the right generation may settle IN_DOUBT;
  * - an expired lease turns the record IN_DOUBT on the next claim, atomically;
  * - retention never touches IN_DOUBT (nor IN_FLIGHT).
  */
@@ -116,9 +116,16 @@ function buildStatements(db: Kysely<SettleDatabase>) {
       params: ['result'],
     }),
     release: transitionStatement<TransitionParams & { reason: string }>(db, {
-      from: ['IN_FLIGHT'],
+      // Also from IN_DOUBT with the same generation: the executor of that generation proved its
+      // effect never started (e.g. it was paused past its lease and then refused to act), which
+      // settles the doubt exactly as a late completion does.
+      from: ['IN_FLIGHT', 'IN_DOUBT'],
       to: 'NOT_EXECUTED',
-      set: (p) => ({ detail: sql`${p.reason}::text` }),
+      set: (p) => ({
+        detail: sql`${p.reason}::text`,
+        settled_by: sql`case when ${ref('state')} = 'IN_DOUBT' then ${p.actor}::text else null end`,
+        settle_reason: sql`case when ${ref('state')} = 'IN_DOUBT' then 'late release by the executor of this generation: its effect never started' else null end`,
+      }),
       params: ['reason'],
     }),
     inDoubt: transitionStatement<TransitionParams & { reason: string }>(db, {
@@ -239,7 +246,10 @@ export class EndpointStore {
     );
   }
 
-  /** The tool proved that no effect happened: NOT_EXECUTED, so the key may be claimed again. */
+  /**
+   * The tool proved that no effect happened: NOT_EXECUTED, so the key may be claimed again. From
+   * IN_FLIGHT, or from IN_DOUBT with the same generation (a late release settles the doubt).
+   */
   async releaseNoEffect(key: string, generation: number, reason: string, actor: Actor): Promise<FencedWrite> {
     return this.transition(
       this.statements.release,

@@ -77,6 +77,19 @@ describe('claim', () => {
 });
 
 describe('fencing', () => {
+  it('the executor of an IN_DOUBT generation that proves it never acted settles it NOT_EXECUTED (late release); others cannot', async () => {
+    const call = newCall();
+    await store.claim(call, opts('paused', 100));
+    await sleep(250);
+    expect((await store.claim(call, opts('w2'))).kind).toBe('in_doubt'); // the lease lapsed while it was paused
+    // A release naming another generation changes nothing.
+    expect((await store.releaseNoEffect(call.key, 2, 'x', 'worker:other')).ok).toBe(false);
+    const late = await store.releaseNoEffect(call.key, 1, 'LeaseLost: not starting the effect', 'worker:paused');
+    expect(late).toMatchObject({ ok: true, record: { state: 'NOT_EXECUTED', generation: 1, settledBy: 'worker:paused' } });
+    expect((await store.events(call.key)).at(-1)).toMatchObject({ fromState: 'IN_DOUBT', toState: 'NOT_EXECUTED', actor: 'worker:paused' });
+    expect(await store.claim(call, opts('w2'))).toMatchObject({ kind: 'claimed', generation: 2 });
+  });
+
   it('a late executor (lease expired → IN_DOUBT → NOT_EXECUTED → claimed again) cannot complete with its old generation', async () => {
     const call = newCall();
     const first = await store.claim(call, opts('zombie', 100));
