@@ -12,7 +12,7 @@
  *
  * Nothing here guesses about an effect it cannot see (docs/design.md#probes).
  */
-import { condition, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityCancellationType, condition, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import { failed } from '../core/observation';
 import type { CallOutcome, RecordStateOrUnseen } from '../core/records';
 import type { Observation } from '../core/observation';
@@ -25,11 +25,28 @@ export const DEFAULT_LEASE_MS = 10_000;
 /** Executions that ended certainly-not-executed (released, or settled NOT_EXECUTED) before giving up. */
 const MAX_NOT_EXECUTED = 5;
 
-const { executeToolCall } = proxyActivities<SettleActivities>({ startToCloseTimeout: '10 minutes' });
-const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>({
+const PROBE_OPTIONS = {
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+} as const;
+
+const { executeToolCall } = proxyActivities<SettleActivities>({ startToCloseTimeout: '10 minutes' });
+const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>(PROBE_OPTIONS);
+
+/** Patch id: a cancelled trajectory waits for running settled activities, then compensates and shows `cancelled`. */
+export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activities-v1';
+
+/**
+ * How a settled activity (execution or probe) reacts when its trajectory is cancelled: it runs
+ * to its end, and the workflow waits for it. Its effect may complete at any moment, and the
+ * compensators can only undo what the workflow knows was done. Histories from before the patch
+ * stopped waiting at once (TRY_CANCEL).
+ */
+export function waitForCancelledActivities(): ActivityCancellationType {
+  return patched(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)
+    ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+    : ActivityCancellationType.TRY_CANCEL;
+}
 
 /** Who settled an IN_DOUBT record, and to what. */
 interface Settlement {
@@ -95,6 +112,7 @@ export class SettledCall {
         heartbeatTimeout: leaseMs,
         retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
         summary: this.summary,
+        cancellationType: waitForCancelledActivities(),
       },
       [
         {
@@ -160,7 +178,9 @@ export class SettledCall {
     while (true) {
       state.publish('waiting_probe', `call ${this.short}… IN_DOUBT: probing (round ${round + 1})`);
       this.report.attempts++;
-      const probe = await probeToolCall({ key, workspace: input.workspace });
+      const probe = await probeToolCall.executeWithOptions({ ...PROBE_OPTIONS, cancellationType: waitForCancelledActivities() }, [
+        { key, workspace: input.workspace },
+      ]);
       if (probe.state !== 'IN_DOUBT') {
         this.report.state = probe.state;
         // Settled before this probe looked: by the probe, a late completion, or an operator's

@@ -11,10 +11,12 @@ import { FAILURE } from '../core/failures';
 import {
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -27,7 +29,7 @@ import { CATALOG, isSideEffectLevel, isToolName, LEVEL_ORDER, levelAtLeast, publ
 import { compensationCallId, compensationFor, isCompensationCallId } from '../core/tools/compensation';
 import type { SettleActivities } from '../activities/index';
 import { countProposal, runCall, type CallContext } from './call-pipeline';
-import { applyOperatorVerdict } from './settled-call';
+import { applyOperatorVerdict, PATCH_WAIT_FOR_CANCELLED_ACTIVITIES } from './settled-call';
 import {
   approveCallUpdate,
   callsQuery,
@@ -84,12 +86,12 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       reason = state.finishRequest.reason;
     }
   } catch (err) {
-    if (isCancellation(err)) {
-      // Compensate even though the workflow is being cancelled, then end as cancelled.
-      await CancellationScope.nonCancellable(() => compensate(ctx, 'cancelled'));
-      throw err;
-    }
+    if (isCancellation(err)) return await endCancelled(ctx, err);
     throw err;
+  }
+  // Cancelled while the last settled call ran to its end: nothing threw, but the trajectory ends cancelled.
+  if (CancellationScope.current().consideredCancelled && patched(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)) {
+    return await endCancelled(ctx, new CancelledFailure('trajectory cancelled'));
   }
 
   if (state.finishRequest?.outcome === 'failed') {
@@ -106,6 +108,20 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   state.publish('completed', `completed ${state.reports.length} calls: ${reason}`);
   await condition(allHandlersFinished);
   return { trajectoryId, outcome: 'completed', calls: state.reports, finalAnswer, reason };
+}
+
+/** Compensates even though the workflow is being cancelled, then ends it as cancelled. */
+async function endCancelled(ctx: CallContext, cancellation: unknown): Promise<never> {
+  const { state } = ctx;
+  await CancellationScope.nonCancellable(async () => {
+    const waits = patched(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES);
+    // Turns still running wait for their settled activities (WAIT_CANCELLATION_COMPLETED):
+    // compensation starts once every effect that may have happened is in the reports.
+    if (waits) await condition(() => state.turnsRunning === 0);
+    const compensations = await compensate(ctx, 'cancelled');
+    if (waits) state.publish('cancelled', `cancelled; ${compensations.length} compensation(s) run`);
+  });
+  throw cancellation;
 }
 
 /** Registers the queries and updates; their logic lives in TrajectoryState and call-pipeline.ts. */
