@@ -23,7 +23,9 @@ import {
 import { InputError } from '../core/errors';
 import type { ChatMessage } from '../core/model/chat';
 import { failed, type Observation } from '../core/observation';
-import { CATALOG, isSideEffectLevel, isToolName, LEVEL_ORDER, levelAtLeast, publishedCatalog, type ToolName } from '../core/tools/catalog';
+import { publishedCatalog } from '../core/tools/catalog';
+import { TrajectoryInputSchema } from '../core/trajectory-input';
+import { parseArgs } from '../core/validation';
 import { compensationCallId, compensationFor, isCompensationCallId } from '../core/tools/compensation';
 import type { SettleActivities } from '../activities/index';
 import { countProposal, runCall, type CallContext } from './call-pipeline';
@@ -215,11 +217,12 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
       continue;
     }
     ctx.state.publish('running', `trajectory ${why}: compensating ${original.tool} ${original.key!.slice(0, 8)}…`);
-    const report = await runCall(ctx, original.turn, {
-      call_id: compensationCallId({ call_id: original.callId }),
-      tool: plan.tool,
-      args: plan.args,
-    });
+    const report = await runCall(
+      ctx,
+      original.turn,
+      { call_id: compensationCallId({ call_id: original.callId }), tool: plan.tool, args: plan.args },
+      'compensation',
+    );
     original.compensatedBy = report.key;
     done.push({ forKey: original.key!, tool: plan.tool, key: report.key, resolution: report.resolution, observation: report.observation });
   }
@@ -243,16 +246,12 @@ async function continueWithState(input: TrajectoryInput, state: TrajectoryState,
   return continueAsNew<typeof trajectoryWorkflow>({ ...input, carried });
 }
 
+/** The input contract (core/trajectory-input.ts); a broken input fails the run at once, naming the field. */
 function assertValidInput(input: TrajectoryInput): void {
-  const fail = (field: string, rule: string) => {
-    throw ApplicationFailure.nonRetryable(new InputError(field, rule).message, FAILURE.InvalidInput);
-  };
-  if (!input || typeof input.workspace !== 'string' || !input.workspace.startsWith('/')) fail('workspace', 'be an absolute path');
-  if (input.turns && input.model) fail('turns', 'not be given together with model (choose one driver)');
-  for (const [tool, level] of Object.entries(input.levelOverrides ?? {})) {
-    if (!isToolName(tool)) fail(`levelOverrides.${tool}`, 'name a catalog tool');
-    if (!isSideEffectLevel(level)) fail(`levelOverrides.${tool}`, `be one of ${LEVEL_ORDER.join(', ')}`);
-    const base = CATALOG[tool as ToolName].level;
-    if (!levelAtLeast(level, base)) fail(`levelOverrides.${tool}`, `not lower the level (${base} → ${level})`);
+  try {
+    parseArgs(TrajectoryInputSchema, input, 'input');
+  } catch (err) {
+    if (err instanceof InputError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.InvalidInput);
+    throw err;
   }
 }
