@@ -41,7 +41,7 @@ export const TrajectorySpec = z
       .optional(),
     lease_ms: z.number().int().min(500).max(3_600_000).optional(),
     network: z.boolean().optional(),
-    /** hmac: keys keyed with the worker's SETTLE_KEY_SECRET (DESIGN.md §1). Default sha256. */
+    /** hmac: keys keyed with the worker's SETTLE_KEY_SECRET (docs/design.md#key-derivation). Default sha256. */
     key_mode: z.enum(['sha256', 'hmac']).optional(),
     /** The signed capability token (`settle cap mint --out FILE` prints one), audience = trajectory_id. */
     capability: CapabilityToken.optional(),

@@ -41,7 +41,7 @@ export interface TrajectoryInput {
   /** Parent trajectory id, for sub-agents (shown as a search attribute). */
   parentTrajectoryId?: string;
   /**
-   * `hmac`: keys are HMAC-SHA-256 with the secret in the worker's SETTLE_KEY_SECRET (DESIGN.md §1
+   * `hmac`: keys are HMAC-SHA-256 with the secret in the worker's SETTLE_KEY_SECRET (docs/design.md#key-derivation,
    * keyed mode), so other clients of an endpoint cannot guess them. Derived by a local activity —
    * the secret never enters workflow code or history; the key still does. Default `sha256`.
    */
