@@ -21,7 +21,7 @@ export function isRecordState(s: string): s is RecordState {
  */
 export type Actor = `worker:${string}` | 'lease-expiry' | `probe:${string}` | `operator:${string}` | 'retention';
 
-/** What a reconciliation probe concluded from the environment (docs/design.md#probes-and-settlement). */
+/** What a reconciliation probe concluded from the environment (docs/design.md#probes). */
 export type ProbeVerdict<R = unknown> =
   { verdict: 'applied'; result: R; detail: string } | { verdict: 'not_applied'; detail: string } | { verdict: 'unknown'; detail: string };
 
