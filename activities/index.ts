@@ -182,7 +182,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       return { kind: 'observed', observation: boundObservation(await tool.run(args, { workspace: input.workspace })) };
     },
 
-    /** Probes an IN_DOUBT call's environment and settles it when the facts decide (DESIGN.md §3). */
+    /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */
     async probeToolCall(input: { key: string; workspace: string }): Promise<ProbeReport> {
       const record = await store.get(input.key);
       if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);

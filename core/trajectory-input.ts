@@ -97,25 +97,38 @@ const trajectoryFields = {
     .min(2)
     .max(1024)
     .regex(/^\/[^\0]*$/, 'be an absolute path without NUL characters'),
+  /** Scripted driver: run these turns, then complete. */
   turns: z.array(ScriptedTurnSchema).max(10_000).optional(),
+  /** Model driver: ask this OpenAI-compatible model for calls until a final answer or a limit. */
   model: ModelDriverSchema.optional(),
-  /** Endpoint-record lease, renewed by heartbeats. */
+  /** Endpoint-record lease, renewed by heartbeats. Default 10 s. */
   leaseMs: z.number().int().min(500).max(3_600_000).optional(),
+  /** Backoff between retries of a busy or not-executed call: initial × 2^n, capped. Default 1 s, 30 s. */
   backoff: z
     .object({ initialMs: z.number().int().min(10).max(3_600_000).optional(), maxMs: z.number().int().min(10).max(3_600_000).optional() })
     .strict()
     .optional(),
+  /** Whether sandboxed commands may use the network. Default false. */
   network: z.boolean().optional(),
+  /** How long an A3 call waits for `approveCall` before it is denied. Default 1 hour. */
   approvalTimeoutMs: z
     .number()
     .int()
     .min(1000)
     .max(30 * 24 * 3600_000)
     .optional(),
+  /** Raise tools' levels for this trajectory (e.g. require approval for every shell command). Lowering is refused. */
   levelOverrides: z.record(z.string(), Level).optional(),
+  /** Parent trajectory id, for sub-agents (shown as a search attribute). */
   parentTrajectoryId: z.string().min(1).max(1000).optional(),
+  /**
+   * `hmac`: keys are HMAC-SHA-256 with the worker's SETTLE_KEY_SECRET (docs/design.md#key-derivation),
+   * derived by a local activity: the secret never enters workflow code or history. Default `sha256`.
+   */
   keyMode: z.enum(['sha256', 'hmac']).optional(),
+  /** The trajectory's signed capability (`settle cap mint`), checked in the activity at every access. */
   capability: CapabilityToken.optional(),
+  /** Continue-as-new once history passes this many events (default: when Temporal suggests it). */
   maxHistoryEvents: z.number().int().min(10).max(50_000).optional(),
 };
 
