@@ -109,7 +109,7 @@ function readSpec(specPath: string, capPath?: string): TrajectorySpec {
     if (json && typeof json === 'object' && 'capability' in json)
       throw new UsageError('--cap: must not be given when the spec has a "capability" already');
     try {
-      json = { ...(json as object), capability: JSON.parse(fs.readFileSync(capPath, 'utf8')) };
+      json = { ...(json as object), capability: JSON.parse(fs.readFileSync(capPath, 'utf8')) as unknown };
     } catch (err) {
       throw new UsageError(`--cap: must be a readable JSON token file (${(err as Error).message})`);
     }
