@@ -1,10 +1,12 @@
 /**
  * Production worker entry point.
  *
- *   TEMPORAL_ADDRESS    host:port of the Temporal frontend      (default 127.0.0.1:7233)
- *   TEMPORAL_NAMESPACE  namespace                                (default "default")
- *   TEMPORAL_TASK_QUEUE task queue                               (default "settle")
- *   DATABASE_URL        Postgres holding the endpoint records    (required)
+ *   Temporal            the standard way (client/connection.ts): an envconfig profile
+ *                       (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE) or TEMPORAL_ADDRESS (default
+ *                       127.0.0.1:7233), TEMPORAL_NAMESPACE ("default"), TEMPORAL_API_KEY,
+ *                       TEMPORAL_TLS_* (TLS and mTLS)
+ *   TEMPORAL_TASK_QUEUE task queue (default "settle")
+ *   DATABASE_URL        Postgres holding the endpoint records (required)
  *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start)
  *
  * Waits for PostgreSQL with backoff (logging it) and runs migrations on start (safe with many
@@ -12,7 +14,8 @@
  * worker gracefully: running activities finish or heartbeat out, then the process exits.
  */
 import { isTransient, migrateToLatest, redactUrl, waitForDatabase } from '../activities/store/database';
-import { createSettleWorker, DEFAULT_TASK_QUEUE } from './create-worker';
+import { describeTarget } from '../client/connection';
+import { createSettleWorker } from './create-worker';
 
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
@@ -20,10 +23,6 @@ async function main(): Promise<void> {
     console.error('DATABASE_URL: must be set to the Postgres URL that holds the endpoint records');
     process.exit(2);
   }
-  const temporalAddress = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
-  const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
-
   // PostgreSQL may start after the worker, or restart while it starts: wait for it, saying so.
   const log = (line: string) => console.log(`settle worker: ${line}`);
   for (let attempt = 0; ; attempt++) {
@@ -38,14 +37,11 @@ async function main(): Promise<void> {
   }
   const bundlePath = process.env.SETTLE_WORKFLOW_BUNDLE;
   const worker = await createSettleWorker({
-    temporalAddress,
-    namespace,
-    taskQueue,
     databaseUrl,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : {}),
   });
-  // Worker.runUntil-style signal handling: the SDK already shuts down on SIGINT/SIGTERM by default.
-  console.log(`settle worker: ${temporalAddress} namespace=${namespace} queue=${taskQueue} db=${redactUrl(databaseUrl)}`);
+  // The SDK shuts the worker down on SIGINT/SIGTERM by default; run() returns once it has drained.
+  console.log(`settle worker: ${describeTarget(worker.target)} db=${redactUrl(databaseUrl)}`);
   await worker.run();
   console.log('settle worker: stopped');
 }

@@ -137,7 +137,7 @@ function durableWriter(options: RunOptions): Durable {
 }
 
 /**
- * Applies a probe verdict to an IN_DOUBT record (DESIGN.md §3): applied → COMPLETED,
+ * Applies a probe verdict to an IN_DOUBT record (docs/design.md#probes): applied → COMPLETED,
  * not applied → NOT_EXECUTED, unknown → stays IN_DOUBT. Fenced by the generation read.
  */
 export async function applyProbe<Result>(
