@@ -102,7 +102,7 @@ const trajectoryFields = {
   turns: z.array(ScriptedTurnSchema).max(10_000).optional(),
   /** Model driver: ask this OpenAI-compatible model for calls until a final answer or a limit. */
   model: ModelDriverSchema.optional(),
-  /** Endpoint-record lease, renewed by heartbeats. Default 10 s. */
+  /** Endpoint-record lease, renewed by heartbeats (every leaseMs/3) and equal to the heartbeat timeout. Default 3 s. */
   leaseMs: z.number().int().min(500).max(3_600_000).optional(),
   /** Backoff between retries of a busy or not-executed call: initial × 2^n, capped. Default 1 s, 30 s. */
   backoff: z

@@ -21,7 +21,12 @@ import type { CallReport } from './definitions';
 import type { CallContext } from './call-pipeline';
 import type { TrajectoryState } from './trajectory-state';
 
-export const DEFAULT_LEASE_MS = 10_000;
+/**
+ * Endpoint-record lease. Renewed every leaseMs/3 (one statement a second per running call at this
+ * default), and Temporal's heartbeat timeout equals it: a dead worker's call is claimed again,
+ * found IN_DOUBT and probed within a few seconds.
+ */
+export const DEFAULT_LEASE_MS = 3_000;
 /** Executions that ended certainly-not-executed (released, or settled NOT_EXECUTED) before giving up. */
 const MAX_NOT_EXECUTED = 5;
 
@@ -110,7 +115,9 @@ export class SettledCall {
         startToCloseTimeout: '10 minutes',
         // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
         heartbeatTimeout: leaseMs,
-        retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+        // A retry after a heartbeat timeout (dead worker) should come at once; after a database
+        // error, soon enough to notice the database's return within seconds.
+        retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
         summary: this.summary,
         cancellationType: waitForCancelledActivities(),
       },
@@ -148,7 +155,13 @@ export class SettledCall {
   private async busy(leaseUntil: string): Promise<void> {
     this.report.state = 'IN_FLIGHT';
     this.state.publish('running', `call ${this.short}… is IN_FLIGHT elsewhere until ${leaseUntil}; retrying`);
-    await sleep(this.backoffMs(this.busyRounds++));
+    this.busyRounds++;
+    // Claim again just after the lease would lapse: if its holder died, that claim finds it
+    // IN_DOUBT at once; if it lives, the lease was renewed and this costs one more claim per lease.
+    const untilLapse = Date.parse(leaseUntil) - Date.now();
+    await sleep(
+      Number.isFinite(untilLapse) ? Math.min(Math.max(100, untilLapse + 100), this.maxBackoffMs) : this.backoffMs(this.busyRounds - 1),
+    );
   }
 
   private async inDoubt(): Promise<void> {
@@ -206,8 +219,11 @@ export class SettledCall {
   }
 
   private backoffMs(n: number): number {
-    const { backoff } = this.ctx.input;
-    return Math.min((backoff?.initialMs ?? 1_000) * 2 ** n, backoff?.maxMs ?? 30_000);
+    return Math.min((this.ctx.input.backoff?.initialMs ?? 1_000) * 2 ** n, this.maxBackoffMs);
+  }
+
+  private get maxBackoffMs(): number {
+    return this.ctx.input.backoff?.maxMs ?? 30_000;
   }
 
   private get short(): string {

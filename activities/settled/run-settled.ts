@@ -113,7 +113,7 @@ type Durable = <T>(what: string, write: () => Promise<T>) => Promise<T>;
 
 /**
  * Writes that carry knowledge only this executor has — a result, or proof that nothing happened —
- * are retried until the database answers (backoff 250 ms doubling to 5 s), heartbeating meanwhile
+ * are retried until the database answers (backoff 250 ms doubling to 1 s: one cheap statement a second at most), heartbeating meanwhile
  * so Temporal does not hand the call to another worker: the executor is alive, only the database
  * is not. Errors that are not about reaching the database are thrown at once.
  */
@@ -127,7 +127,7 @@ function durableWriter(options: RunOptions): Durable {
         options.onDatabaseRetry?.(what, err as Error);
         // Heartbeat at the lease's renewal pace while waiting (Temporal's heartbeat timeout is the lease).
         const slice = Math.max(10, Math.floor(options.leaseMs / 3));
-        for (let waited = 0, delay = Math.min(250 * 2 ** attempt, 5_000); waited < delay; waited += slice) {
+        for (let waited = 0, delay = Math.min(250 * 2 ** attempt, 1_000); waited < delay; waited += slice) {
           options.heartbeat?.();
           await new Promise((r) => setTimeout(r, Math.min(slice, delay - waited)));
         }

@@ -37,7 +37,11 @@ export interface SettledTool<Args, Intent, Result> {
    * exception leaves the call IN_DOUBT.
    */
   execute(args: Args, intent: Intent, env: ToolEnv, ctx: ExecutionContext): Promise<Result>;
-  /** Read-only and repeatable: did the recorded intent take effect? */
+  /**
+   * Repeatable: did the recorded intent take effect? Changes nothing the call was about, but may
+   * fence a prepared effect that has not happened (so a paused executor cannot apply it after a
+   * "not applied" verdict).
+   */
   probe(args: Args, intent: Intent, env: ToolEnv): Promise<ProbeVerdict<Result>>;
 }
 

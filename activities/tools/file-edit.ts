@@ -2,8 +2,9 @@
  * `file_edit` (A2): exact replacement of a block of text, written atomically (temporary file in
  * the same directory, fsync, rename; the file mode is kept).
  *
- * Intent: path, SHA-256 before, SHA-256 expected after. Probe: current hash = after → applied
- * (the result is reconstructed from the intent), = before → not applied, else unknown.
+ * Intent: path, SHA-256 before, SHA-256 expected after, the temporary file. Probe: first removes
+ * the temporary file (a fence: a paused executor's rename then fails), then current hash = after
+ * → applied (the result is reconstructed from the intent), = before → not applied, else unknown.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -19,6 +20,8 @@ import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type Tool
 /** Test hooks around the rename that is the effect (in-process counterparts of the failpoints). */
 export const fileEditHooks: {
   beforeRename?: (tmpPath: string, target: string) => Promise<void>;
+  /** Between the last lease check and the rename (the window a paused executor may sit in). */
+  afterLeaseCheck?: (tmpPath: string, target: string) => Promise<void>;
   afterRename?: (target: string) => Promise<void>;
 } = {};
 
@@ -40,9 +43,11 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       return { kind: 'answer', result: matchError(args, matches) };
     }
     const after = replace(before, args);
+    // Named per execution, so a probe can find it (and withdraw it) from the intent alone.
+    const tmp_path = path.join(path.dirname(real), `.${path.basename(real)}.settle-${crypto.randomUUID().slice(0, 13)}.tmp`);
     return {
       kind: 'proceed',
-      intent: { path: real, sha256_before: sha256(before), sha256_after: sha256(after), matches },
+      intent: { path: real, sha256_before: sha256(before), sha256_after: sha256(after), matches, tmp_path },
     };
   },
 
@@ -53,7 +58,8 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
     }
     const next = replace(current, args);
-    const tmp = path.join(path.dirname(intent.path), `.${path.basename(intent.path)}.settle-${ctx.generation}-${process.pid}.tmp`);
+    const tmp =
+      intent.tmp_path ?? path.join(path.dirname(intent.path), `.${path.basename(intent.path)}.settle-${ctx.generation}-${process.pid}.tmp`);
     try {
       const stat = await fs.stat(intent.path);
       const handle = await fs.open(tmp, 'wx', stat.mode & 0o7777);
@@ -80,13 +86,28 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       if (err instanceof NoEffect) throw err;
       throw new NoEffect(`could not prepare the edit of ${args.path}, file not touched: ${(err as Error).message}`);
     }
-    await fs.rename(tmp, intent.path);
+    await fileEditHooks.afterLeaseCheck?.(tmp, intent.path);
+    await failpoint('file_edit.after_lease_check');
+    try {
+      await fs.rename(tmp, intent.path);
+    } catch (err) {
+      // The prepared file is gone: a probe withdrew it (this executor was paused past its lease
+      // after the check above) and settled the call without us. Nothing was written.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new NoEffect(`the prepared edit of ${args.path} was withdrawn by a probe while this executor was paused; not written`);
+      }
+      throw err;
+    }
     await fileEditHooks.afterRename?.(intent.path);
     await failpoint('file_edit.after_rename');
     return resultFor(args, intent);
   },
 
   async probe(args, intent): Promise<ProbeVerdict<Observation>> {
+    // Fence first: withdraw the prepared file, so an executor paused between its lease check and
+    // the rename can no longer apply the edit after this verdict. If the rename already happened,
+    // there is nothing to withdraw and the file's hash tells.
+    if (intent.tmp_path) await fs.rm(intent.tmp_path, { force: true });
     const current = await readIfFile(intent.path);
     if (current === null) return { verdict: 'unknown', detail: `${intent.path} no longer exists` };
     const hash = sha256(current);

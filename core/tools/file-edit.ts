@@ -33,4 +33,10 @@ export interface FileEditIntent {
   sha256_before: string;
   sha256_after: string;
   matches: number;
+  /**
+   * The temporary file the edit is prepared in, renamed over `path` as the effect. A probe
+   * removes it before deciding "not applied", so a paused executor can never rename it
+   * afterwards. Absent in intents recorded before it existed.
+   */
+  tmp_path?: string;
 }

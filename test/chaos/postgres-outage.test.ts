@@ -204,11 +204,16 @@ describe('PostgreSQL restarts', { timeout: 240_000 }, () => {
 
     const done = await result();
     const events = await withStore((store) => store.events(done.calls[0]!.key!));
-    expect(done.calls[0], JSON.stringify(events, null, 1) + worker.output()).toMatchObject({ state: 'COMPLETED', resolution: 'executed' });
+    const trail = JSON.stringify(events, null, 1);
+    // Normally 'executed'; on a loaded machine Temporal may hand the call to another attempt,
+    // which finds it IN_DOUBT until the executor's late completion settles it: either way the
+    // executor's own result is what is recorded, and nobody else decided.
+    expect(done.calls[0], trail).toMatchObject({ state: 'COMPLETED', resolution: expect.stringMatching(/^(executed|settled_by_probe)$/) });
+    expect(events.at(-1), trail).toMatchObject({ toState: 'COMPLETED', actor: expect.stringMatching(/^worker:.*@1$/) });
     expect(await watchOperator).toBe(false);
     expect(fs.readFileSync(log, 'utf8')).toBe('ran\n');
     const record = await withStore((store) => store.get(done.calls[0]!.key!));
-    expect(record).toMatchObject({ state: 'COMPLETED', generation: 1 });
+    expect(record).toMatchObject({ state: 'COMPLETED', generation: 1, result: { exit_status: 0 } });
     expect(worker.alive, worker.output()).toBe(true);
   });
 });

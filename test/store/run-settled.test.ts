@@ -18,6 +18,7 @@ const store = testStore(db);
 afterAll(() => db.destroy());
 afterEach(() => {
   delete fileEditHooks.beforeRename;
+  delete fileEditHooks.afterLeaseCheck;
   delete fileEditHooks.afterRename;
 });
 
@@ -198,6 +199,39 @@ describe('file_edit intent and probe', () => {
     );
     expect(all).toMatchObject({ kind: 'completed', result: { output: expect.stringMatching(/replaced 2 blocks/) } });
     expect(fs.readFileSync(file, 'utf8')).toBe('$&1 two $&1\n');
+  });
+
+  it('an executor paused after its lease check: the probe withdraws the prepared edit, so resuming writes nothing', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    let resume!: () => void;
+    const paused = new Promise<void>((r) => (resume = r));
+    let reached!: () => void;
+    const atWindow = new Promise<void>((r) => (reached = r));
+    fileEditHooks.afterLeaseCheck = async () => {
+      // Past the lease check, before the rename, the process stops (SIGSTOP, a long GC) for longer
+      // than its lease: no timer runs, so nothing renews it. Then it waits for the test.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 450);
+      reached();
+      await paused;
+    };
+    const zombie = runSettled(store, fileEdit, call, { workspace }, { leaseMs: 300, holder: 'zombie' });
+    await atWindow;
+    // Another executor finds the lapsed lease; the probe fences and decides from the file.
+    expect((await store.claim(call, { leaseMs: 5_000, holder: 'w2' })).kind).toBe('in_doubt');
+    const record = (await store.get(call.key))!;
+    const verdict = await fileEdit.probe(args, record.intent as never, { workspace });
+    expect(verdict).toMatchObject({ verdict: 'not_applied' });
+    expect(await applyProbe(store, record, verdict)).toMatchObject({ state: 'NOT_EXECUTED', applied: true });
+    resume();
+    expect(await zombie).toMatchObject({ kind: 'released' }); // its own release was refused; the record says NOT_EXECUTED
+    expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
+    expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
+    expect((await store.events(call.key)).at(-1)).toMatchObject({
+      actor: 'worker:zombie',
+      detail: { op: 'release', refused: expect.any(String) },
+    });
   });
 
   it('an exception between write and rename provably had no effect: released, old file intact, no temporary file left', async () => {
