@@ -24,6 +24,8 @@ const spec = parse(process.env.SETTLE_FAILPOINTS ?? '');
 export async function failpoint(name: string): Promise<void> {
   const point = spec.get(name);
   if (!point || Math.random() >= point.probability) return;
+  // Said before acting (stderr to a pipe is synchronous), so the chaos suite knows which point fired.
+  if (point.action.kind !== 'sleep') process.stderr.write(`settle failpoint: ${name} → ${point.action.kind}\n`);
   switch (point.action.kind) {
     case 'kill':
       process.kill(process.pid, 'SIGKILL');

@@ -5,10 +5,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { settleByOperator } from '../activities/settled/operator-settlement';
-import type { SettleClient } from '../client/index';
-import type { SettleCallInput } from '../workflows/definitions';
+import { resolveCall } from './resolve-call';
 import { withClient, withStore } from './connections';
 import { UsageError } from './usage-error';
 
@@ -88,66 +85,27 @@ export function registerTrajectoryCommands(program: Command): void {
         throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
       if (!opts.operator.trim()) throw new UsageError('--operator: must be a non-empty name');
       if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
-      const record = await withStore((store) => store.get(key));
-      if (!record) throw new UsageError(`KEY: no endpoint record for ${key}`);
-      if (record.state !== 'IN_DOUBT') throw notInDoubt(record.state);
       const settlement = {
         key,
         verdict: opts.as === 'applied' ? 'applied' : 'not_applied',
         operator: opts.operator,
         reason: opts.reason,
       } as const;
-      const where = `${key.slice(0, 16)}… in ${record.trajectoryId}`;
-
-      // A trajectory that waits for this call must hear the verdict (it wakes up and carries on).
-      const viaUpdate = await withClient((client) => settleThroughTrajectory(client, record.trajectoryId, settlement));
-      if (viaUpdate.kind === 'settled') {
-        console.log(
-          `${where}: ${viaUpdate.state} (settled by operator:${opts.operator}) via the settleCall update of the waiting trajectory`,
+      const resolution = await withStore((store) => withClient((client) => resolveCall(client, store, settlement).catch(rejected)));
+      if (resolution.path === 'none') {
+        throw new UsageError(
+          resolution.state === 'UNSEEN'
+            ? `KEY: no endpoint record for ${key}`
+            : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
         );
-        return;
       }
-      // Nobody waits for it: the record itself is settled (fenced by its generation), with the same event.
-      const outcome = await withStore((store) => settleByOperator(store, settlement));
-      if (!outcome.settled) throw notInDoubt(outcome.state);
+      const settled = `${key.slice(0, 16)}… in ${resolution.trajectoryId}: ${resolution.state} (settled by operator:${opts.operator})`;
       console.log(
-        `${where}: ${outcome.state} (settled by operator:${opts.operator}) directly on the record: ${viaUpdate.why}; generation ${outcome.generation}`,
+        resolution.path === 'update'
+          ? `${settled} via the settleCall update of the waiting trajectory`
+          : `${settled} directly on the record: ${resolution.why}; generation ${resolution.generation}`,
       );
     });
-}
-
-function notInDoubt(state: string): UsageError {
-  return new UsageError(`KEY: the record is ${state}, not IN_DOUBT; nothing to settle`);
-}
-
-/**
- * Sends the settleCall update if the call's trajectory is running and waits for it. Otherwise says
- * why not, so the caller settles the record directly.
- */
-async function settleThroughTrajectory(
-  client: SettleClient,
-  trajectoryId: string,
-  settlement: SettleCallInput,
-): Promise<{ kind: 'settled'; state: string } | { kind: 'not_waiting'; why: string }> {
-  let runStatus: string;
-  try {
-    runStatus = (await client.handle(trajectoryId).describe()).status.name;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} does not exist (any more)` };
-    throw err;
-  }
-  if (runStatus !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${runStatus})` };
-  try {
-    return { kind: 'settled', ...(await client.settle(trajectoryId, settlement)) };
-  } catch (err) {
-    // The validator refuses keys the trajectory does not wait for (e.g. a call of an earlier run).
-    const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';
-    if (err instanceof WorkflowUpdateFailedError && /^key must name a call of this trajectory that is waiting/.test(cause)) {
-      return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is running but not waiting for this call` };
-    }
-    if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} ended meanwhile` };
-    return rejected(err);
-  }
 }
 
 function readSpec(specPath: string, capPath?: string): TrajectorySpec {

@@ -47,6 +47,9 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     namespace: target.namespace,
     taskQueue: target.taskQueue,
     identity,
+    // A workflow cached on a worker that died waits this long before another worker takes its next
+    // task (default 10 s): part of every recovery from a dead worker.
+    stickyQueueScheduleToStartTimeout: '2 seconds',
     activities: createActivities({
       store: new EndpointStore(db),
       identity,

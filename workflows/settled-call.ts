@@ -31,7 +31,8 @@ export const DEFAULT_LEASE_MS = 3_000;
 const MAX_NOT_EXECUTED = 5;
 
 const PROBE_OPTIONS = {
-  startToCloseTimeout: '1 minute',
+  // A probe is short and repeatable: when its worker dies, another one probes again soon.
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 } as const;
 

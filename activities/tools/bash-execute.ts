@@ -24,6 +24,7 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
 
   async execute(args, intent, env, ctx): Promise<Observation> {
     ctx.assertLeaseHeld();
+    await failpoint('bash_execute.after_lease_check');
     const r = await runInSandbox({ command: args.command, workspace: env.workspace, timeoutMs: args.timeout_ms, network: intent.network });
     await failpoint('bash_execute.after_run');
     const notes = [

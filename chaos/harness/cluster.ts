@@ -1,0 +1,165 @@
+/**
+ * What the chaos suite runs against and breaks: a PostgreSQL it may stop and crash, a Temporal
+ * server it may restart (or a shared one it leaves alone), and N settle worker processes it may
+ * kill, pause and replace. Every fault is recorded with its time, for the recovery figures.
+ */
+import { PostgresServer } from '../infra/postgres-server';
+import { TemporalServer } from '../infra/temporal-server';
+import { WorkerProcess } from '../infra/worker-process';
+
+export type FaultKind = 'sigkill' | 'zombie' | 'failpoint-kill' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart';
+
+export interface Fault {
+  kind: FaultKind;
+  /** Epoch ms when the fault began (a kill, a detected stop, a server going down). */
+  at: number;
+  /** Epoch ms when the fault ended (process resumed, server back); equals `at` for a kill. */
+  until: number;
+  /** For worker faults: the victim's identity (the holder recorded on its claims). */
+  identity?: string;
+  /** For failpoint faults: the failpoint that fired. */
+  failpoint?: string;
+}
+
+export interface ClusterOptions {
+  /** Where the PostgreSQL cluster (and the Temporal SQLite file) live. */
+  dir: string;
+  workers: number;
+  taskQueue: string;
+  workflowBundlePath: string;
+  /** A pre-built worker entry point (see WorkerProcessOptions.entry). */
+  workerEntry?: string;
+  /** SETTLE_FAILPOINTS for every worker (e.g. zombie or kill failpoints). */
+  failpoints?: string;
+  /** A Temporal server this cluster must not restart (tests share one); else it starts its own. */
+  temporalAddress?: string;
+  /** How long a worker paused at a `stop` failpoint stays paused (default 1.5 × lease … 3 × lease). */
+  pauseMs?: () => number;
+  log?: (line: string) => void;
+}
+
+export class Cluster {
+  readonly workers: WorkerProcess[] = [];
+  /** Every worker ever started, by pid (the SRE needs to know whether a claim's holder lives). */
+  readonly everyWorker = new Map<number, WorkerProcess>();
+  readonly faults: Fault[] = [];
+  private readonly log: (line: string) => void;
+  private watching: NodeJS.Timeout | null = null;
+  private readonly resuming = new Set<number>();
+  private closed = false;
+
+  private constructor(
+    private readonly options: ClusterOptions,
+    readonly postgres: PostgresServer,
+    readonly temporal: TemporalServer | null,
+    readonly temporalAddress: string,
+  ) {
+    this.log = options.log ?? (() => {});
+  }
+
+  static async start(options: ClusterOptions): Promise<Cluster> {
+    const postgres = await PostgresServer.create(`${options.dir}/pg`);
+    const temporal = options.temporalAddress ? null : await TemporalServer.start(options.dir);
+    const cluster = new Cluster(options, postgres, temporal, options.temporalAddress ?? temporal!.address);
+    for (let i = 0; i < options.workers; i++) cluster.spawnWorker();
+    await Promise.all(cluster.workers.map((w) => w.ready()));
+    cluster.watching = setInterval(() => cluster.watch(), 50);
+    return cluster;
+  }
+
+  get databaseUrl(): string {
+    return this.postgres.url;
+  }
+
+  private spawnWorker(): WorkerProcess {
+    const worker = WorkerProcess.start({
+      temporalAddress: this.temporalAddress,
+      databaseUrl: this.postgres.url,
+      taskQueue: this.options.taskQueue,
+      workflowBundlePath: this.options.workflowBundlePath,
+      failpoints: this.options.failpoints ?? '',
+      maxOutput: 16 * 1024,
+      ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
+    });
+    this.workers.push(worker);
+    this.everyWorker.set(worker.pid, worker);
+    void worker.exited.then((exit) => this.onExit(worker, exit.signal));
+    return worker;
+  }
+
+  /** A worker that died is replaced at once (as a supervisor would); its death is a fault if nobody asked for it. */
+  private onExit(worker: WorkerProcess, signal: NodeJS.Signals | null): void {
+    const i = this.workers.indexOf(worker);
+    if (i >= 0) this.workers.splice(i, 1);
+    if (this.closed) return;
+    const fired = /settle failpoint: (\S+) → kill/.exec(worker.output());
+    if (fired && signal === 'SIGKILL') {
+      const now = Date.now();
+      this.faults.push({ kind: 'failpoint-kill', at: now, until: now, identity: worker.identity, failpoint: fired[1]! });
+    } else if (signal !== 'SIGKILL') {
+      this.log(`worker ${worker.pid} exited on its own (${signal ?? 'code'}):\n${worker.output().slice(-2000)}`);
+    }
+    this.spawnWorker();
+  }
+
+  /** Resumes workers that paused themselves at a `stop` failpoint, after they outlived their lease. */
+  private watch(): void {
+    for (const worker of this.workers) {
+      if (this.resuming.has(worker.pid) || !worker.alive || !worker.stopped) continue;
+      this.resuming.add(worker.pid);
+      const at = Date.now();
+      const point = [...worker.output().matchAll(/settle failpoint: (\S+) → stop/g)].at(-1)?.[1];
+      const pauseMs = this.options.pauseMs?.() ?? 6_000;
+      setTimeout(() => {
+        worker.signal('SIGCONT');
+        this.resuming.delete(worker.pid);
+        this.faults.push({ kind: 'zombie', at, until: Date.now(), identity: worker.identity, ...(point ? { failpoint: point } : {}) });
+      }, pauseMs);
+    }
+  }
+
+  /** SIGKILL of a random worker (replaced at once by onExit). */
+  killRandomWorker(random: () => number): void {
+    const candidates = this.workers.filter((w) => w.alive && !this.resuming.has(w.pid));
+    const victim = candidates[Math.floor(random() * candidates.length)];
+    if (!victim) return;
+    const now = Date.now();
+    this.faults.push({ kind: 'sigkill', at: now, until: now, identity: victim.identity });
+    victim.signal('SIGKILL');
+  }
+
+  /** PostgreSQL goes away (fast shutdown or kill -9) for `downMs`, then comes back. */
+  async restartPostgres(mode: 'fast' | 'crash', downMs: number): Promise<void> {
+    const at = Date.now();
+    await (mode === 'fast' ? this.postgres.stop() : this.postgres.crash());
+    await sleep(downMs);
+    await this.postgres.start();
+    this.faults.push({ kind: mode === 'fast' ? 'postgres-fast' : 'postgres-crash', at, until: Date.now() });
+  }
+
+  /** The Temporal server stops and starts again on its SQLite file. */
+  async restartTemporal(downMs: number): Promise<void> {
+    if (!this.temporal) throw new Error('this cluster shares a Temporal server it must not restart');
+    const at = Date.now();
+    await this.temporal.stop();
+    await sleep(downMs);
+    await this.temporal.start();
+    this.faults.push({ kind: 'temporal-restart', at, until: Date.now() });
+  }
+
+  /** Resumes every paused worker (end of the fault phase: zombies finish what they were doing). */
+  resumeAll(): void {
+    for (const w of this.workers) if (w.stopped) w.signal('SIGCONT');
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    if (this.watching) clearInterval(this.watching);
+    await Promise.all(this.workers.map((w) => w.kill()));
+    await this.postgres.start().catch(() => {});
+    await this.postgres.destroy();
+    await this.temporal?.stop();
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

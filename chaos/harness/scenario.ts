@@ -1,0 +1,270 @@
+/**
+ * One chaos scenario, start to finish: a cluster, a workload of trajectories, faults injected
+ * while it runs, the SRE and the approver on duty — then the effects counted from the files and
+ * compared with what settle reported.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { Client, Connection } from '@temporalio/client';
+import { openDatabase } from '../../activities/store/database';
+import { EndpointStore } from '../../activities/store/endpoint-store';
+import { SettleClient } from '../../client/index';
+import { Cluster, type Fault } from './cluster';
+import { countEffects } from './effects';
+import { percentile, recoveries, renewalRate, type CallTrail, type Recovery } from './metrics';
+import { Sre } from './sre';
+import { approveWhileRunning, planTrajectories, runTrajectory, type TrajectoryReport } from './workload';
+
+export interface Scenario {
+  name: string;
+  /** One line: what breaks. */
+  description: string;
+  workers: number;
+  orchestrated: number;
+  scripted: number;
+  effectsEach: number;
+  a3Share?: number;
+  /** SETTLE_FAILPOINTS of every worker. */
+  failpoints?: string;
+  /** How long a worker paused at a stop failpoint stays paused. */
+  pauseMs?: (random: () => number) => number;
+  /** Injects faults until `running()` turns false. */
+  faults?: (cluster: Cluster, random: () => number, running: () => boolean) => Promise<void>;
+  /** Lease for the trajectories (default: settle's default). */
+  leaseMs?: number;
+  /** Give up waiting for the workload after this long. */
+  timeoutMs: number;
+}
+
+export interface ScenarioEnvironment {
+  dir: string;
+  workflowBundlePath: string;
+  /** A pre-built worker entry point (faster starts than tsx). */
+  workerEntry?: string;
+  /** Share this Temporal server (tests) instead of starting one the scenario may restart. */
+  temporalAddress?: string;
+  seed: number;
+  log: (line: string) => void;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  description: string;
+  trajectories: number;
+  calls: number;
+  effects: number;
+  duplicates: number;
+  lost: number;
+  /** settle said "not executed" but the effect is in the files (scripted trajectories; orchestrated ones re-propose). */
+  misreported: number;
+  /** IN_DOUBT records of this run left at the end. */
+  leftInDoubt: number;
+  /** Calls the SRE settled by hand (facts truly unknown to settle), by tool. */
+  operator: Record<string, number>;
+  faults: Record<string, number>;
+  failedTrajectories: number;
+  failedTurns: number;
+  unfinished: number;
+  /** Recovery (fault → record settled again) of calls caught by a fault. */
+  recovery: { probeable: Stats; all: Stats; slowest: Recovery[] };
+  renewalsPerRunningCallSecond: number | null;
+  durationS: number;
+  problems: string[];
+}
+
+export interface Stats {
+  n: number;
+  p50Ms: number | null;
+  maxMs: number | null;
+}
+
+export async function runScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
+  const random = mulberry32(env.seed);
+  const dir = path.join(env.dir, scenario.name);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const started = Date.now();
+  const cluster = await Cluster.start({
+    dir,
+    workers: scenario.workers,
+    taskQueue: `chaos-${scenario.name}-${env.seed}`,
+    workflowBundlePath: env.workflowBundlePath,
+    ...(env.workerEntry ? { workerEntry: env.workerEntry } : {}),
+    ...(scenario.failpoints ? { failpoints: scenario.failpoints } : {}),
+    ...(env.temporalAddress ? { temporalAddress: env.temporalAddress } : {}),
+    pauseMs: () => scenario.pauseMs?.(random) ?? 6_000,
+    log: env.log,
+  });
+  const connection = await Connection.connect({ address: cluster.temporalAddress });
+  const settle = new SettleClient(new Client({ connection }), `chaos-${scenario.name}-${env.seed}`);
+  const db = openDatabase(cluster.databaseUrl, { max: 4 });
+  const store = new EndpointStore(db);
+  try {
+    const plans = planTrajectories({
+      prefix: `${scenario.name}-${env.seed}`,
+      dir,
+      orchestrated: scenario.orchestrated,
+      scripted: scenario.scripted,
+      effectsEach: scenario.effectsEach,
+      a3Share: scenario.a3Share ?? 0,
+      random,
+    });
+    const deadline = Date.now() + scenario.timeoutMs;
+    const sre = new Sre(settle, store, cluster, plans);
+    let running = true;
+    const workload = Promise.all(plans.map((p) => runTrajectory(settle, p, deadline, scenario.leaseMs))).finally(() => (running = false));
+    const faulting = (scenario.faults?.(cluster, random, () => running) ?? Promise.resolve()).catch((err: unknown) =>
+      env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
+    );
+    const duties = Promise.all([sre.watch(workload, env.log), approveWhileRunning(settle, plans, workload)]);
+    const progress = setInterval(() => void logProgress(scenario.name, store, cluster, plans, env.log), 15_000);
+    const reports = await workload.finally(() => clearInterval(progress));
+    await faulting;
+    cluster.resumeAll();
+    await duties;
+    // Last look: anything still in doubt whose facts are final is settled by the SRE now.
+    await sre.round({ graceMs: 0 }).catch(() => 0);
+
+    const trails = await callTrails(
+      store,
+      plans.map((p) => p.id),
+    );
+    const recordUpdates = await updatesOfRecords(db);
+    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, recordUpdates, started);
+  } finally {
+    await connection.close().catch(() => {});
+    await db.destroy().catch(() => {});
+    await cluster.stop();
+  }
+}
+
+/** Every 15 s: how far the workload got and what holds it up (for a person watching the run). */
+async function logProgress(name: string, store: EndpointStore, cluster: Cluster, plans: { id: string }[], log: (line: string) => void) {
+  try {
+    const ids = new Set(plans.map((p) => p.id));
+    const records = (await store.list({ limit: 100_000 })).filter((r) => ids.has(r.trajectoryId));
+    const by = (state: string) => records.filter((r) => r.state === state).length;
+    const alive = cluster.workers.filter((w) => w.alive && !w.stopped).length;
+    log(
+      `${name}: ${records.length} records (${by('COMPLETED')} completed, ${by('IN_FLIGHT')} in flight, ${by('IN_DOUBT')} in doubt, ` +
+        `${by('NOT_EXECUTED')} not executed); ${alive}/${cluster.workers.length} workers running; ${cluster.faults.length} faults`,
+    );
+  } catch {
+    log(`${name}: (database unreachable for the progress line)`);
+  }
+}
+
+async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promise<CallTrail[]> {
+  const trails: CallTrail[] = [];
+  for (const id of trajectoryIds) {
+    for (const record of await store.list({ trajectoryId: id, limit: 10_000 })) {
+      trails.push({ key: record.key, tool: record.tool, state: record.state, events: await store.events(record.key) });
+    }
+  }
+  return trails;
+}
+
+/** UPDATEs of the records table since the cluster started (PostgreSQL's statistics; lost by a crash). */
+async function updatesOfRecords(db: ReturnType<typeof openDatabase>): Promise<number | null> {
+  await new Promise((r) => setTimeout(r, 1_500)); // statistics are flushed about once a second
+  const { rows } = await sql<{
+    n: string;
+  }>`select n_tup_upd::text as n from pg_stat_user_tables where relname = 'settle_endpoint_records'`.execute(db);
+  return rows[0] ? Number(rows[0].n) : null;
+}
+
+function summarize(
+  scenario: Scenario,
+  reports: TrajectoryReport[],
+  plans: ReturnType<typeof planTrajectories>,
+  counts: Map<string, number>,
+  faults: Fault[],
+  sre: Sre,
+  trails: CallTrail[],
+  recordUpdates: number | null,
+  started: number,
+): ScenarioResult {
+  const problems: string[] = [];
+  let duplicates = 0;
+  let lost = 0;
+  let misreported = 0;
+  const known = new Set(plans.flatMap((p) => p.effects.map((e) => e.uid)));
+  for (const uid of counts.keys()) if (!known.has(uid)) problems.push(`a line nobody proposed: ${uid}`);
+  for (const report of reports) {
+    if (report.outcome !== 'completed') problems.push(`${report.id}: ${report.outcome}${report.error ? ` — ${report.error}` : ''}`);
+    for (const effect of report.effects) {
+      const n = counts.get(effect.uid) ?? 0;
+      if (n > 1) {
+        duplicates += n - 1;
+        problems.push(`${effect.uid} (${effect.tool}) happened ${n} times (${effect.proposals} proposals, last ${effect.resolution})`);
+      }
+      if (effect.final === 'completed' && n === 0) {
+        lost++;
+        problems.push(`${effect.uid} (${effect.tool}) reported ${effect.resolution} but is not in the files`);
+      }
+      if (effect.final === 'not_executed' && n > 0) {
+        misreported++;
+        problems.push(`${effect.uid} (${effect.tool}) reported not executed but is in the files`);
+      }
+      if (effect.final === 'failed') problems.push(`${effect.uid} (${effect.tool}) answered ${effect.resolution}`);
+    }
+  }
+  const leftInDoubt = trails.filter((t) => t.state === 'IN_DOUBT').length;
+  const recovered = recoveries(faults, trails);
+  const operator: Record<string, number> = {};
+  for (const a of sre.actions.filter((x) => x.path !== 'none')) operator[a.tool] = (operator[a.tool] ?? 0) + 1;
+  const faultCounts: Record<string, number> = {};
+  for (const f of faults) {
+    const name = f.failpoint ? `${f.kind}@${f.failpoint}` : f.kind;
+    faultCounts[name] = (faultCounts[name] ?? 0) + 1;
+  }
+  const crashed = faults.some((f) => f.kind === 'postgres-crash');
+  const renewals = recordUpdates === null || crashed ? null : renewalRate(recordUpdates, trails).perSecond;
+  return {
+    scenario: scenario.name,
+    description: scenario.description,
+    trajectories: reports.length,
+    calls: reports.reduce((n, r) => n + r.calls, 0),
+    effects: [...counts.values()].reduce((a, b) => a + b, 0),
+    duplicates,
+    lost,
+    misreported,
+    leftInDoubt,
+    operator,
+    faults: faultCounts,
+    failedTrajectories: reports.filter((r) => r.outcome === 'failed').length,
+    failedTurns: reports.reduce((n, r) => n + r.failedTurns, 0),
+    unfinished: reports.filter((r) => r.outcome === 'unfinished').length,
+    recovery: {
+      probeable: stats(recovered.filter(probeable)),
+      all: stats(recovered),
+      slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
+    },
+    renewalsPerRunningCallSecond: renewals,
+    durationS: Math.round((Date.now() - started) / 1000),
+    problems,
+  };
+}
+
+/** A call settle can settle by itself after a fault: a file edit (its probe reads the file). */
+function probeable(r: Recovery): boolean {
+  return r.tool === 'file_edit';
+}
+
+function stats(recovered: Recovery[]): Stats {
+  const ms = recovered.map((r) => r.ms);
+  return { n: ms.length, p50Ms: percentile(ms, 50), maxMs: ms.length ? Math.max(...ms) : null };
+}
+
+/** A small seeded PRNG: a scenario's fault schedule and workload are the same for the same seed. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * The on-call SRE of the chaos suite: settles IN_DOUBT calls that settle could not settle itself
+ * (shell commands whose executor died), from the facts — the effect's line in the workspace's
+ * files — exactly as a person would with `settle resolve`. A careful SRE settles a call only when
+ * its executor is gone (a paused or still-running executor may yet act or record its outcome)
+ * and settle had a few seconds to settle it by itself.
+ */
+import type { EndpointStore } from '../../activities/store/endpoint-store';
+import type { SettleClient } from '../../client/index';
+import { resolveCall } from '../../cli/resolve-call';
+import type { Cluster } from './cluster';
+import { effectPresent } from './effects';
+import { uidOfArgs, type TrajectoryPlan } from './workload';
+
+export interface OperatorAction {
+  key: string;
+  tool: string;
+  verdict: 'applied' | 'not_applied';
+  path: 'update' | 'record' | 'none';
+  at: number;
+}
+
+const GRACE_MS = 3_000;
+
+export class Sre {
+  readonly actions: OperatorAction[] = [];
+  private readonly plans: Map<string, TrajectoryPlan>;
+
+  constructor(
+    private readonly settle: SettleClient,
+    private readonly store: EndpointStore,
+    private readonly cluster: Cluster,
+    plans: TrajectoryPlan[],
+  ) {
+    this.plans = new Map(plans.map((p) => [p.id, p]));
+  }
+
+  /** Keeps watching until `done` resolves. */
+  async watch(done: Promise<unknown>, log: (line: string) => void = () => {}): Promise<void> {
+    let finished = false;
+    void done.finally(() => (finished = true));
+    let lastError = '';
+    while (!finished) {
+      await this.round().catch((err: unknown) => {
+        // The database or Temporal may be restarting; say so once per different error.
+        const cause = (err as { cause?: { message?: string } }).cause?.message;
+        const text = err instanceof Error ? `${err.message}${cause ? ` (${cause})` : ''}` : String(err);
+        if (text !== lastError) log(`sre: ${text}`);
+        lastError = text;
+      });
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+
+  /** One look at every IN_DOUBT record of this run; settles those whose facts are final. */
+  async round(options: { graceMs?: number } = {}): Promise<number> {
+    let settled = 0;
+    for (const record of await this.store.list({ state: 'IN_DOUBT', limit: 10_000 })) {
+      const plan = this.plans.get(record.trajectoryId);
+      if (!plan) continue;
+      const events = await this.store.events(record.key);
+      const since =
+        [...events]
+          .reverse()
+          .find((e) => e.toState === 'IN_DOUBT')
+          ?.at.getTime() ?? 0;
+      if (Date.now() - since < (options.graceMs ?? GRACE_MS)) continue;
+      if (this.holderMayStillAct(events, record.generation)) continue;
+      const uid = uidOfArgs(record.args);
+      if (!uid) continue;
+      const present = effectPresent(plan.workspace, uid);
+      const verdict = present ? 'applied' : 'not_applied';
+      const resolution = await resolveCall(this.settle, this.store, {
+        key: record.key,
+        verdict,
+        operator: 'chaos-sre',
+        reason: `${uid} is ${present ? '' : 'not '}in the workspace files; its executor is gone`,
+      });
+      this.actions.push({ key: record.key, tool: record.tool, verdict, path: resolution.path, at: Date.now() });
+      if (resolution.path !== 'none') settled++;
+    }
+    return settled;
+  }
+
+  /** The executor of the doubtful generation is alive (running or paused): it may still act, or record what it did. */
+  private holderMayStillAct(
+    events: { generation: number; toState: string; fromState: string; detail: unknown }[],
+    generation: number,
+  ): boolean {
+    const claim = [...events]
+      .reverse()
+      .find((e) => e.generation === generation && e.toState === 'IN_FLIGHT' && e.fromState !== 'IN_FLIGHT');
+    const holder = (claim?.detail as { holder?: string } | undefined)?.holder ?? '';
+    const pid = Number(/:(\d+)#/.exec(holder)?.[1]);
+    const worker = this.cluster.everyWorker.get(pid);
+    return worker !== undefined && worker.alive;
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The chaos scenarios: what breaks, how often, under how much work. `full` is `npm run chaos`,
+ * `quick` is `npm run chaos -- --quick` (a short fixed set).
+ */
+import { sleep, type Cluster } from './harness/cluster';
+import type { Scenario } from './harness/scenario';
+
+type FaultLoop = NonNullable<Scenario['faults']>;
+
+/** SIGKILL of a random worker every `minMs`–`maxMs` (each replaced at once, as a supervisor would). */
+const sigkills =
+  (minMs: number, maxMs: number): FaultLoop =>
+  async (cluster, random, running) => {
+    while (running()) {
+      await sleep(minMs + random() * (maxMs - minMs));
+      if (running()) cluster.killRandomWorker(random);
+    }
+  };
+
+/** PostgreSQL down for 1–3 s every 4–8 s: fast shutdown (57P01) or kill -9 of postmaster and backends. */
+const postgresRestarts =
+  (mode: 'fast' | 'crash'): FaultLoop =>
+  async (cluster, random, running) => {
+    await sleep(2_000);
+    while (running()) {
+      await cluster.restartPostgres(mode, 1_000 + random() * 2_000);
+      await sleep(4_000 + random() * 4_000);
+    }
+  };
+
+/** The Temporal dev server stopped and started on its SQLite file every 6–10 s. */
+const temporalRestarts: FaultLoop = async (cluster: Cluster, random, running) => {
+  await sleep(3_000);
+  while (running()) {
+    await cluster.restartTemporal(500 + random() * 1_000);
+    await sleep(6_000 + random() * 4_000);
+  }
+};
+
+/** Paused past the lease (3 s): 4.5–9 s, then resumed. */
+const pastTheLease = (random: () => number) => 4_500 + random() * 4_500;
+
+const FAILPOINTS = [
+  'settled.before_intent',
+  'file_edit.before_rename',
+  'file_edit.after_lease_check',
+  'file_edit.after_rename',
+  'bash_execute.after_lease_check',
+  'bash_execute.after_run',
+];
+
+const workload = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, timeoutMs: 8 * 60_000 };
+const small = { workers: 3, orchestrated: 4, scripted: 4, effectsEach: 4, timeoutMs: 4 * 60_000 };
+
+function zombies(name: string, description: string, points: string[], size = workload, probability = 0.15): Scenario {
+  return {
+    name,
+    description,
+    ...size,
+    failpoints: points.map((p) => `${p}=stop@${probability}`).join(','),
+    pauseMs: pastTheLease,
+  };
+}
+
+export const FULL: Scenario[] = [
+  { name: 'worker-sigkill', description: 'SIGKILL of a random worker every 2–5 s', ...workload, faults: sigkills(2_000, 5_000) },
+  zombies('zombie-before-intent', 'a worker paused (SIGSTOP) past its lease after the claim, before the intent', ['settled.before_intent']),
+  zombies('zombie-after-lease-check', 'paused past the lease between the lease check and the effect', [
+    'file_edit.after_lease_check',
+    'bash_execute.after_lease_check',
+  ]),
+  zombies('zombie-during-effect', 'paused past the lease after the effect, before it is recorded', [
+    'file_edit.after_rename',
+    'bash_execute.after_run',
+  ]),
+  {
+    name: 'failpoint-kills',
+    description: 'a worker kills itself at every failpoint (5 % each), half the trajectories A3 (approved)',
+    ...workload,
+    a3Share: 0.5,
+    failpoints: FAILPOINTS.map((p) => `${p}=kill@0.05`).join(','),
+  },
+  {
+    name: 'postgres-fast-restart',
+    description: 'PostgreSQL fast shutdown, down 1–3 s, every 4–8 s',
+    ...workload,
+    faults: postgresRestarts('fast'),
+  },
+  {
+    name: 'postgres-crash',
+    description: 'PostgreSQL kill -9 (postmaster and backends), down 1–3 s, every 4–8 s',
+    ...workload,
+    faults: postgresRestarts('crash'),
+  },
+  {
+    name: 'temporal-restart',
+    description: 'Temporal dev server restarted on its SQLite file every 6–10 s',
+    ...workload,
+    faults: temporalRestarts,
+  },
+];
+
+export const QUICK: Scenario[] = [
+  { name: 'worker-sigkill', description: 'SIGKILL of a random worker every 2–5 s', ...small, faults: sigkills(2_000, 5_000) },
+  zombies(
+    'zombie-after-lease-check',
+    'paused past the lease between the lease check and the effect',
+    ['file_edit.after_lease_check', 'bash_execute.after_lease_check'],
+    small,
+    0.25,
+  ),
+  { name: 'postgres-crash', description: 'PostgreSQL kill -9, down 1–3 s, every 4–8 s', ...small, faults: postgresRestarts('crash') },
+  {
+    name: 'temporal-restart',
+    description: 'Temporal dev server restarted on its SQLite file every 6–10 s',
+    ...small,
+    faults: temporalRestarts,
+  },
+];

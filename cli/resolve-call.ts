@@ -1,0 +1,58 @@
+/**
+ * An operator's verdict on an IN_DOUBT call, delivered where it is needed: to the trajectory that
+ * waits for it (the settleCall update, so it wakes up and carries on), else — trajectory ended,
+ * or running but not waiting for this call — directly on the record, by the same fenced
+ * statement and with the same audit event. Used by `settle resolve` and the chaos suite's SRE.
+ */
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { settleByOperator, type OperatorSettlement } from '../activities/settled/operator-settlement';
+import type { EndpointStore } from '../activities/store/endpoint-store';
+import type { SettleClient } from '../client/index';
+
+export type CallResolution =
+  /** The waiting trajectory took the verdict. */
+  | { path: 'update'; trajectoryId: string; state: string }
+  /** Nobody waits for the call: the record was settled directly (`why` says why). */
+  | { path: 'record'; trajectoryId: string; state: string; generation: number; why: string }
+  /** The record is not IN_DOUBT (any more): nothing to settle. */
+  | { path: 'none'; state: string };
+
+/** Throws what the trajectory's validator refused (e.g. an empty operator name), as Temporal reports it. */
+export async function resolveCall(client: SettleClient, store: EndpointStore, settlement: OperatorSettlement): Promise<CallResolution> {
+  const record = await store.get(settlement.key);
+  if (!record) return { path: 'none', state: 'UNSEEN' };
+  if (record.state !== 'IN_DOUBT') return { path: 'none', state: record.state };
+  const { trajectoryId } = record;
+  const viaUpdate = await settleThroughTrajectory(client, trajectoryId, settlement);
+  if (viaUpdate.kind === 'settled') return { path: 'update', trajectoryId, state: viaUpdate.state };
+  const outcome = await settleByOperator(store, settlement);
+  if (!outcome.settled) return { path: 'none', state: outcome.state };
+  return { path: 'record', trajectoryId, state: outcome.state, generation: outcome.generation, why: viaUpdate.why };
+}
+
+/** Sends the settleCall update if the trajectory runs and waits for the call; otherwise says why not. */
+async function settleThroughTrajectory(
+  client: SettleClient,
+  trajectoryId: string,
+  settlement: OperatorSettlement,
+): Promise<{ kind: 'settled'; state: string } | { kind: 'not_waiting'; why: string }> {
+  let runStatus: string;
+  try {
+    runStatus = (await client.handle(trajectoryId).describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} does not exist (any more)` };
+    throw err;
+  }
+  if (runStatus !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${runStatus})` };
+  try {
+    return { kind: 'settled', ...(await client.settle(trajectoryId, settlement)) };
+  } catch (err) {
+    // The validator refuses keys the trajectory does not wait for (e.g. while it probes again).
+    const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';
+    if (err instanceof WorkflowUpdateFailedError && /^key must name a call of this trajectory that is waiting/.test(cause)) {
+      return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is running but not waiting for this call` };
+    }
+    if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} ended meanwhile` };
+    throw err;
+  }
+}
