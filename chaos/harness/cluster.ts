@@ -7,7 +7,7 @@ import { PostgresServer } from '../infra/postgres-server';
 import { TemporalServer } from '../infra/temporal-server';
 import { WorkerProcess } from '../infra/worker-process';
 
-export type FaultKind = 'sigkill' | 'zombie' | 'failpoint-kill' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart';
+export type FaultKind = 'sigkill' | 'zombie' | 'failpoint-kill' | 'worker-crash' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart';
 
 export interface Fault {
   kind: FaultKind;
@@ -97,7 +97,10 @@ export class Cluster {
       const now = Date.now();
       this.faults.push({ kind: 'failpoint-kill', at: now, until: now, identity: worker.identity, failpoint: fired[1]! });
     } else if (signal !== 'SIGKILL') {
-      this.log(`worker ${worker.pid} exited on its own (${signal ?? 'code'}):\n${worker.output().slice(-2000)}`);
+      // Not asked for: a finding of the run (reported as a fault of its own, with the output).
+      const now = Date.now();
+      this.faults.push({ kind: 'worker-crash', at: now, until: now, identity: worker.identity });
+      this.log(`worker ${worker.pid} exited on its own (${signal ?? 'exit code'}):\n${worker.output().slice(-1500)}`);
     }
     this.spawnWorker();
   }

@@ -26,6 +26,7 @@ export function verdict(r: ScenarioResult): string {
     r.failedTrajectories && `${r.failedTrajectories} failed trajectories`,
     r.failedTurns && `${r.failedTurns} failed turns`,
     r.unfinished && `${r.unfinished} unfinished`,
+    Object.keys(r.workflowTaskFailures).some((m) => /nondetermin/i.test(m)) && 'nondeterminism',
   ].filter(Boolean);
   return wrong.length ? wrong.join(', ') : 'ok';
 }
@@ -45,6 +46,11 @@ function operator(r: ScenarioResult): string {
 
 function faults(r: ScenarioResult): string {
   return String(Object.values(r.faults).reduce((a, b) => a + b, 0));
+}
+
+function taskFailures(r: ScenarioResult): string {
+  const entries = Object.entries(r.workflowTaskFailures);
+  return entries.length ? `Workflow task failures (retried): ${entries.map(([m, n]) => `${n} × “${m}”`).join('; ')}. ` : '';
 }
 
 function row(r: ScenarioResult): string[] {
@@ -88,7 +94,7 @@ export function markdownTable(results: ScenarioResult[], meta: { generatedAt: st
           Object.entries(r.faults)
             .map(([k, n]) => `${n} × ${k}`)
             .join(', ') || 'none'
-        }. Lease renewals per running call-second: ${r.renewalsPerRunningCallSecond === null ? 'n/a' : r.renewalsPerRunningCallSecond.toFixed(2)}. ${verdict(r)}.`,
+        }. Lease renewals per running call-second: ${r.renewalsPerRunningCallSecond === null ? 'n/a' : r.renewalsPerRunningCallSecond.toFixed(2)}. ${taskFailures(r)}${verdict(r)}.`,
     ),
     '',
   ];

@@ -69,6 +69,8 @@ export interface ScenarioResult {
   /** Recovery (fault → record settled again) of calls caught by a fault. */
   recovery: { probeable: Stats; all: Stats; slowest: Recovery[] };
   renewalsPerRunningCallSecond: number | null;
+  /** Workflow task failures in the histories, by message (retried by Temporal). */
+  workflowTaskFailures: Record<string, number>;
   durationS: number;
   problems: string[];
 }
@@ -126,12 +128,11 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     // Last look: anything still in doubt whose facts are final is settled by the SRE now.
     await sre.round({ graceMs: 0 }).catch(() => 0);
 
-    const trails = await callTrails(
-      store,
-      plans.map((p) => p.id),
-    );
+    const ids = plans.map((p) => p.id);
+    const trails = await callTrails(store, ids);
+    const taskFailures = await workflowTaskFailures(settle, ids);
     const recordUpdates = await updatesOfRecords(db);
-    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, recordUpdates, started);
+    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, recordUpdates, started, taskFailures);
   } finally {
     await connection.close().catch(() => {});
     await db.destroy().catch(() => {});
@@ -165,6 +166,28 @@ async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promis
   return trails;
 }
 
+/**
+ * Workflow task failures in the trajectories' histories, by message. A worker paused in the middle
+ * of a workflow activation fails it on resume ("Potential deadlock detected"), and the task is
+ * retried; a nondeterminism error would be a defect.
+ */
+async function workflowTaskFailures(settle: SettleClient, ids: string[]): Promise<Record<string, number>> {
+  const failures: Record<string, number> = {};
+  const add = (message: string) => (failures[message] = (failures[message] ?? 0) + 1);
+  for (const id of ids) {
+    try {
+      const history = await settle.handle(id).fetchHistory();
+      for (const e of history.events ?? []) {
+        const message = e.workflowTaskFailedEventAttributes?.failure?.message;
+        if (message) add(message.slice(0, 80));
+      }
+    } catch {
+      add('(history unavailable)');
+    }
+  }
+  return failures;
+}
+
 /** UPDATEs of the records table since the cluster started (PostgreSQL's statistics; lost by a crash). */
 async function updatesOfRecords(db: ReturnType<typeof openDatabase>): Promise<number | null> {
   await new Promise((r) => setTimeout(r, 1_500)); // statistics are flushed about once a second
@@ -184,6 +207,7 @@ function summarize(
   trails: CallTrail[],
   recordUpdates: number | null,
   started: number,
+  taskFailures: Record<string, number>,
 ): ScenarioResult {
   const problems: string[] = [];
   let duplicates = 0;
@@ -191,6 +215,9 @@ function summarize(
   let misreported = 0;
   const known = new Set(plans.flatMap((p) => p.effects.map((e) => e.uid)));
   for (const uid of counts.keys()) if (!known.has(uid)) problems.push(`a line nobody proposed: ${uid}`);
+  for (const [message, n] of Object.entries(taskFailures)) {
+    if (/nondetermin/i.test(message)) problems.push(`${n} workflow task(s) failed: ${message}`);
+  }
   for (const report of reports) {
     if (report.outcome !== 'completed') problems.push(`${report.id}: ${report.outcome}${report.error ? ` — ${report.error}` : ''}`);
     for (const effect of report.effects) {
@@ -242,6 +269,7 @@ function summarize(
       slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
     },
     renewalsPerRunningCallSecond: renewals,
+    workflowTaskFailures: taskFailures,
     durationS: Math.round((Date.now() - started) / 1000),
     problems,
   };
