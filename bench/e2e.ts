@@ -17,13 +17,20 @@ type Side = 'settle' | 'plain';
 let seq = 0;
 
 /** A fresh workspace with one file and the 10 edits that each replace one of its lines. */
-function prepare(b: BenchStack, side: Side): { id: string; workspace: string; edits: { path: string; old_str: string; new_str: string }[] } {
+function prepare(
+  b: BenchStack,
+  side: Side,
+): { id: string; workspace: string; edits: { path: string; old_str: string; new_str: string }[] } {
   const id = `bench-${side}-${process.pid}-${seq++}`;
   const workspace = path.join(b.workDir, 'ws', id);
   fs.mkdirSync(workspace, { recursive: true });
   const file = path.join(workspace, 'notes.txt');
   fs.writeFileSync(file, Array.from({ length: CALLS_PER_TRAJECTORY }, (_, i) => `line ${i}: todo`).join('\n') + '\n');
-  const edits = Array.from({ length: CALLS_PER_TRAJECTORY }, (_, i) => ({ path: file, old_str: `line ${i}: todo`, new_str: `line ${i}: done` }));
+  const edits = Array.from({ length: CALLS_PER_TRAJECTORY }, (_, i) => ({
+    path: file,
+    old_str: `line ${i}: todo`,
+    new_str: `line ${i}: done`,
+  }));
   return { id, workspace, edits };
 }
 
@@ -42,11 +49,12 @@ async function startTrajectory(b: BenchStack, side: Side) {
 type Handle = Awaited<ReturnType<typeof startTrajectory>>;
 
 /** Checks the trajectory did its 10 edits (a benchmark of failing calls would measure nothing). */
-async function checkResult(side: Side, result: unknown): Promise<void> {
+function checkResult(side: Side, result: unknown): void {
   if (side === 'settle') {
     const r = result as { calls: { resolution: string; observation: { exit_status: number } | null }[] };
     const ok = r.calls.filter((c) => c.resolution === 'executed' && c.observation?.exit_status === 0).length;
-    if (ok !== CALLS_PER_TRAJECTORY) throw new Error(`settle trajectory executed ${ok} of ${CALLS_PER_TRAJECTORY} edits: ${JSON.stringify(r.calls[0])}`);
+    if (ok !== CALLS_PER_TRAJECTORY)
+      throw new Error(`settle trajectory executed ${ok} of ${CALLS_PER_TRAJECTORY} edits: ${JSON.stringify(r.calls[0])}`);
   } else {
     const r = result as string[];
     if (r.length !== CALLS_PER_TRAJECTORY || !r.every((o) => o.startsWith('replaced 1 block'))) {
@@ -89,15 +97,22 @@ async function historyFacts(handle: Handle): Promise<HistoryFacts> {
       wftTotal += d;
       if (wftFirst < 0) wftFirst = d;
     }
-    if (e.activityTaskStartedEventAttributes) started.set(`a${e.activityTaskStartedEventAttributes.scheduledEventId}`, t(e));
+    if (e.activityTaskStartedEventAttributes) started.set(`a${String(e.activityTaskStartedEventAttributes.scheduledEventId)}`, t(e));
     if (e.activityTaskCompletedEventAttributes) {
       const a = e.activityTaskCompletedEventAttributes;
-      activityTotal += t(e) - started.get(`a${a.scheduledEventId}`)!;
+      activityTotal += t(e) - started.get(`a${String(a.scheduledEventId)}`)!;
       latencies.push(t(e) - last);
       last = t(e);
     }
   }
-  return { events: events.length, byType, callLatencies: latencies, firstWorkflowTaskMs: wftFirst, workflowTaskMs: wftTotal, activityMs: activityTotal };
+  return {
+    events: events.length,
+    byType,
+    callLatencies: latencies,
+    firstWorkflowTaskMs: wftFirst,
+    workflowTaskMs: wftTotal,
+    activityMs: activityTotal,
+  };
 }
 
 interface Counters {
@@ -114,7 +129,9 @@ async function counters(b: BenchStack): Promise<Counters> {
   const { rows: statementRows } = await b.monitor.query<{ query: string; calls: string }>(
     `select query, calls::text from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database()) and ${MONITOR_FILTER}`,
   );
-  const { rows } = await b.monitor.query<{ c: string }>(`select xact_commit::text as c from pg_stat_database where datname = current_database()`);
+  const { rows } = await b.monitor.query<{ c: string }>(
+    `select xact_commit::text as c from pg_stat_database where datname = current_database()`,
+  );
   return {
     cpu: {
       server: treeCpuMs(b.pids.server),
@@ -140,7 +157,8 @@ function statementDelta(before: Counters, after: Counters): Record<string, numbe
 function label(sql: string): string {
   const s = sql.replace(/\s+/g, ' ');
   if (/insert into "settle_endpoint_records"/i.test(s)) return s.includes('settle_tool_calls') ? 'claim (+ proposed call)' : 'claim';
-  if (/"complete"|'COMPLETED'/.test(s) && /update "settle_endpoint_records"/i.test(s)) return s.includes('result') ? 'transition → COMPLETED' : 'transition';
+  if (/"complete"|'COMPLETED'/.test(s) && /update "settle_endpoint_records"/i.test(s))
+    return s.includes('result') ? 'transition → COMPLETED' : 'transition';
   if (/insert into "settle_tool_calls"/i.test(s)) return 'proposed call';
   if (/update "settle_endpoint_records"/i.test(s)) return 'transition';
   if (/^select/i.test(s)) return 'select';
@@ -170,7 +188,9 @@ async function phase(b: BenchStack, side: Side, n: number, concurrency: number):
   const sampler = (async () => {
     while (sampling) {
       maxRss = Math.max(maxRss, rssBytes(workerPid));
-      const { rows } = await b.monitor.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where backend_type = 'client backend' and datname = current_database()`);
+      const { rows } = await b.monitor.query<{ n: number }>(
+        `select count(*)::int as n from pg_stat_activity where backend_type = 'client backend' and datname = current_database()`,
+      );
       maxConnections = Math.max(maxConnections, rows[0]!.n - 1); // not the monitor itself
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -186,7 +206,7 @@ async function phase(b: BenchStack, side: Side, n: number, concurrency: number):
         const t0 = performance.now();
         const handle = await startTrajectory(b, side);
         handles.push(handle);
-        await checkResult(side, await handle.result());
+        checkResult(side, await handle.result());
         perTrajectoryMs.push(performance.now() - t0);
       }
     }),
@@ -252,7 +272,9 @@ export async function endToEnd(b: BenchStack, opts: { rounds: number; perRound: 
     const got: Partial<Record<Side, PhaseResult>> = {};
     for (const side of order) got[side] = await phase(b, side, opts.perRound, 1);
     rounds.push(got as { settle: PhaseResult; plain: PhaseResult });
-    opts.log(`  e2e round ${r + 1}: settle ${median(got.settle!.perTrajectoryMs).toFixed(0)} ms, plain ${median(got.plain!.perTrajectoryMs).toFixed(0)} ms per trajectory`);
+    opts.log(
+      `  e2e round ${r + 1}: settle ${median(got.settle!.perTrajectoryMs).toFixed(0)} ms, plain ${median(got.plain!.perTrajectoryMs).toFixed(0)} ms per trajectory`,
+    );
   }
   const settleMs = rounds.map((r) => median(r.settle.perTrajectoryMs));
   const plainMs = rounds.map((r) => median(r.plain.perTrajectoryMs));
@@ -340,7 +362,10 @@ export interface ScaleRow {
 }
 
 /** `levels` concurrent trajectories × 10 calls, each side in turn. */
-export async function scale(b: BenchStack, opts: { levels: number[]; log: (l: string) => void }): Promise<{ figures: Figure[]; rows: ScaleRow[] }> {
+export async function scale(
+  b: BenchStack,
+  opts: { levels: number[]; log: (l: string) => void },
+): Promise<{ figures: Figure[]; rows: ScaleRow[] }> {
   const rows: ScaleRow[] = [];
   for (const level of opts.levels) {
     for (const side of ['settle', 'plain'] as const) {
@@ -353,12 +378,18 @@ export async function scale(b: BenchStack, opts: { levels: number[]; log: (l: st
         callsPerSecond: round2((calls * 1000) / p.wallMs),
         p50Ms: round2(quantile(latencies, 0.5)),
         p99Ms: round2(quantile(latencies, 0.99)),
-        cpuMsPerCall: { server: round2(p.cpuMs.server / calls), worker: round2(p.cpuMs.worker / calls), postgres: round2(p.cpuMs.postgres / calls) },
+        cpuMsPerCall: {
+          server: round2(p.cpuMs.server / calls),
+          worker: round2(p.cpuMs.worker / calls),
+          postgres: round2(p.cpuMs.postgres / calls),
+        },
         workerRssMiB: Math.round(p.maxRss / 2 ** 20),
         postgresConnections: p.maxConnections,
       };
       rows.push(row);
-      opts.log(`  scale ${side} × ${level}: ${row.callsPerSecond} calls/s, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms, CPU/call ${JSON.stringify(row.cpuMsPerCall)}, RSS ${row.workerRssMiB} MiB`);
+      opts.log(
+        `  scale ${side} × ${level}: ${row.callsPerSecond} calls/s, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms, CPU/call ${JSON.stringify(row.cpuMsPerCall)}, RSS ${row.workerRssMiB} MiB`,
+      );
     }
   }
   const figures: Figure[] = rows.map((r) => ({

@@ -48,7 +48,7 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
   const monitor = new pg.Client({ connectionString: stack.databaseUrl });
   const stop = async () => {
     for (const child of children) child.kill('SIGTERM');
-    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null)));
+    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve())));
     await monitor.end().catch(() => {});
     await connection.close();
     await stack.stop();
@@ -96,7 +96,11 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
 }
 
 async function spawnWorker(script: string, env: NodeJS.ProcessEnv, ready: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let output = '';
   await new Promise<void>((resolve, reject) => {
@@ -104,8 +108,8 @@ async function spawnWorker(script: string, env: NodeJS.ProcessEnv, ready: RegExp
       output += b.toString();
       if (ready.test(output)) resolve();
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (b: Buffer) => (output += b.toString()));
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (b: Buffer) => (output += b.toString()));
     child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready: ${output.slice(-2000)}`)));
   });
   return child;
