@@ -6,7 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
+
+const { temporal } = proto;
 import type { BenchStack } from './support/bench-stack';
 import type { Figure } from './support/figures';
 import { rssBytes, treeCpuMs } from './support/proc';
@@ -77,7 +79,7 @@ interface HistoryFacts {
 async function historyFacts(handle: Handle): Promise<HistoryFacts> {
   const history = await handle.fetchHistory();
   const events = history.events ?? [];
-  const t = (e: temporal.api.history.v1.IHistoryEvent) => {
+  const t = (e: proto.temporal.api.history.v1.IHistoryEvent) => {
     const s = e.eventTime!;
     return Number(s.seconds) * 1000 + (s.nanos ?? 0) / 1e6;
   };

@@ -13,7 +13,7 @@ import { InputError } from '../core/errors';
 import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
 import { checkBody } from '../core/capability/rules';
-import { SPAWN_SUBAGENT, SpawnSubagentArgs } from '../core/capability/subagent';
+import { SPAWN_SUBAGENT, spawnSubagentArgs, type SpawnSubagentArgs } from '../core/capability/subagent';
 import { CATALOG, effectiveLevel, isToolName, type SideEffectLevel, type ToolName } from '../core/tools/catalog';
 import { isCompensationCallId } from '../core/tools/compensation';
 import { parseArgs } from '../core/validation';
@@ -183,7 +183,7 @@ async function runReadOnly(
 async function runSpawn(ctx: CallContext, report: CallReport, call: ProposedCall): Promise<CallReport> {
   let spawnArgs: SpawnSubagentArgs;
   try {
-    spawnArgs = parseArgs(SpawnSubagentArgs, call.args);
+    spawnArgs = parseArgs(spawnSubagentArgs(), call.args);
     report.key = deriveKey({ trajectoryId: ctx.trajectoryId, turn: report.turn, callId: call.call_id, tool: call.tool, args: spawnArgs });
   } catch (err) {
     return rejectInvalid(ctx, report, call, err);

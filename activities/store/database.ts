@@ -18,10 +18,24 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Ky
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
   const log = options.log;
-  return new Kysely<SettleDatabase>({
+  const db = new Kysely<SettleDatabase>({
     dialect: new PostgresDialect({ pool }),
     ...(log ? { log: (event) => (event.level === 'query' ? log(event.query.sql) : undefined) } : {}),
   });
+  directAccess.set(db, { pool, ...(log ? { log } : {}) });
+  return db;
+}
+
+/** The pool under a handle made by openDatabase, for statements that run as named prepared statements (prepared.ts). */
+export interface DirectAccess {
+  pool: pg.Pool;
+  log?: (sql: string) => void;
+}
+
+const directAccess = new WeakMap<Kysely<SettleDatabase>, DirectAccess>();
+
+export function directAccessOf(db: Kysely<SettleDatabase>): DirectAccess | undefined {
+  return directAccess.get(db);
 }
 
 /** Fails fast with an error that names DATABASE_URL (without its password). */
