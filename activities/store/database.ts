@@ -32,9 +32,9 @@ export interface DirectAccess {
   log?: (sql: string) => void;
 }
 
-const directAccess = new WeakMap<Kysely<SettleDatabase>, DirectAccess>();
+const directAccess = new WeakMap<object, DirectAccess>();
 
-export function directAccessOf(db: Kysely<SettleDatabase>): DirectAccess | undefined {
+export function directAccessOf(db: object): DirectAccess | undefined {
   return directAccess.get(db);
 }
 

@@ -42,7 +42,7 @@ export class PreparedStatement<P extends Record<string, ParamValue>, R> {
     const direct = directAccessOf(db);
     if (!direct) return db.executeQuery<R>({ ...this.compiled, parameters });
     direct.log?.(this.compiled.sql);
-    const result = await direct.pool.query({ name: this.name, text: this.compiled.sql, values: parameters as unknown[] });
+    const result = await direct.pool.query({ name: this.name, text: this.compiled.sql, values: parameters });
     return { rows: result.rows as R[] };
   }
 }
