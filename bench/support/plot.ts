@@ -67,10 +67,10 @@ export function scaleSvg(rows: ScaleRow[]): string {
     }
   });
   parts.push(
-    `<rect x="${W * 3 - 150}" y="${H + 4}" width="10" height="10" fill="${COLORS.settle}"/><text x="${W * 3 - 136}" y="${H + 13}" font-size="11">settle</text>`,
+    `<rect x="${W * 3 - 230}" y="${H + 4}" width="10" height="10" fill="${COLORS.settle}"/><text x="${W * 3 - 216}" y="${H + 13}" font-size="11">settle</text>`,
   );
   parts.push(
-    `<rect x="${W * 3 - 90}" y="${H + 4}" width="10" height="10" fill="${COLORS.plain}"/><text x="${W * 3 - 76}" y="${H + 13}" font-size="11">plain Temporal</text>`,
+    `<rect x="${W * 3 - 160}" y="${H + 4}" width="10" height="10" fill="${COLORS.plain}"/><text x="${W * 3 - 146}" y="${H + 13}" font-size="11">plain Temporal</text>`,
   );
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W * 3}" height="${H + 20}" font-family="DejaVu Sans, sans-serif">` +
