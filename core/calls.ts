@@ -1,10 +1,4 @@
-/** A tool call as a model or orchestrator proposes it, before validation. */
-export interface ProposedCall {
-  /** The model's tool-call id (unique within the turn). */
-  call_id: string;
-  tool: string;
-  args: Record<string, unknown>;
-}
+export type { ProposedCall } from './trajectory-input';
 
 /** A short description of what a call targets (its path, command or pattern), for summaries. */
 export function describeArgs(args: Record<string, unknown>): string {

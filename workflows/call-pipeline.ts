@@ -17,6 +17,7 @@ import { SPAWN_SUBAGENT, spawnSubagentArgs, type SpawnSubagentArgs } from '../co
 import { CATALOG, effectiveLevel, isToolName, type SideEffectLevel, type ToolName } from '../core/tools/catalog';
 import { isCompensationCallId } from '../core/tools/compensation';
 import { parseArgs } from '../core/validation';
+import { ProposedCallSchema } from '../core/trajectory-input';
 import type { ReadOnlyResult, SettleActivities } from '../activities/index';
 import type { CallReport, TrajectoryInput } from './definitions';
 import { deniedByCapability, SettledCall } from './settled-call';
@@ -54,18 +55,24 @@ interface ValidCall {
   key: string;
 }
 
-export async function runCall(ctx: CallContext, turn: number, call: ProposedCall): Promise<CallReport> {
+/**
+ * Where a call comes from: a model or orchestrator (`proposed`: checked against the input
+ * contract, counted), or settle itself (`compensation`: built from a validated call).
+ */
+export type CallOrigin = 'proposed' | 'compensation';
+
+export async function runCall(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin = 'proposed'): Promise<CallReport> {
   const report = newReport(turn, call);
   ctx.state.reports.push(report);
-  if (call.tool === SPAWN_SUBAGENT) return runSpawn(ctx, report, call);
 
   // 1. Validate: a malformed call becomes an observation naming the field and rule.
-  let valid: ValidCall;
+  let valid: ValidCall | ValidSpawn;
   try {
-    valid = validate(ctx, turn, call);
+    valid = validate(ctx, turn, call, origin);
   } catch (err) {
     return rejectInvalid(ctx, report, call, err);
   }
+  if (valid.tool === SPAWN_SUBAGENT) return runSpawn(ctx, report, call, valid);
   report.level = valid.level;
   // Before PATCH_COUNT_IN_ACTIVITIES every valid call was counted here, by a local activity;
   // since, the activity that runs the call counts it, and only a call that runs none is counted here.
@@ -121,8 +128,25 @@ function newReport(turn: number, call: ProposedCall): CallReport {
   };
 }
 
+/** A spawn_subagent call that passed validation. */
+interface ValidSpawn {
+  tool: typeof SPAWN_SUBAGENT;
+  args: SpawnSubagentArgs;
+  key: string;
+}
+
 /** Throws InputError naming the field and rule; returns the call as it will execute. */
-function validate(ctx: CallContext, turn: number, call: ProposedCall): ValidCall {
+function validate(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin): ValidCall | ValidSpawn {
+  // The envelope first (call id, argument size and depth): model-proposed calls meet it here.
+  if (origin === 'proposed') parseArgs(ProposedCallSchema, call, '');
+  if (call.tool === SPAWN_SUBAGENT) {
+    const args = parseArgs(spawnSubagentArgs(), call.args);
+    return {
+      tool: SPAWN_SUBAGENT,
+      args,
+      key: deriveKey({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: call.tool, args }),
+    };
+  }
   if (typeof call.tool !== 'string' || !isToolName(call.tool)) {
     throw new InputError('tool', `be one of ${Object.keys(CATALOG).join(', ')} (got ${JSON.stringify(call.tool)})`);
   }
@@ -180,17 +204,21 @@ async function runReadOnly(
 }
 
 /** Sub-agents: a child workflow with an attenuated capability (subagent.ts). */
-async function runSpawn(ctx: CallContext, report: CallReport, call: ProposedCall): Promise<CallReport> {
-  let spawnArgs: SpawnSubagentArgs;
-  try {
-    spawnArgs = parseArgs(spawnSubagentArgs(), call.args);
-    report.key = deriveKey({ trajectoryId: ctx.trajectoryId, turn: report.turn, callId: call.call_id, tool: call.tool, args: spawnArgs });
-  } catch (err) {
-    return rejectInvalid(ctx, report, call, err);
-  }
+async function runSpawn(ctx: CallContext, report: CallReport, call: ProposedCall, spawn: ValidSpawn): Promise<CallReport> {
+  report.key = spawn.key;
   await countProposal(ctx, report.turn, call, null);
   report.level = 'A2';
-  return spawnSubagent(ctx, report, spawnArgs);
+  // A sub-agent has no endpoint record; its report is the record. The same logical call again
+  // (a turn resent under another update id, or after continue-as-new) replays it instead of
+  // starting a second child that would repeat the first one's effects.
+  const earlier = ctx.state.reports.find((r) => r !== report && r.key === spawn.key && r.resolution === 'executed');
+  if (earlier) {
+    report.state = 'NO_RECORD';
+    report.resolution = 'replayed';
+    report.observation = earlier.observation;
+    return report;
+  }
+  return spawnSubagent(ctx, report, spawn.args);
 }
 
 /** A malformed call: counted, and answered with an observation naming the field and rule. */

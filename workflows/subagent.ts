@@ -1,5 +1,5 @@
 /**
- * Sub-agents as child workflows (DESIGN.md §5). DETERMINISTIC CODE ONLY (workflow sandbox).
+ * Sub-agents as child workflows (docs/design.md#sub-agents). DETERMINISTIC CODE ONLY (workflow sandbox).
  *
  * The child gets a readable id (`<parent>/sub-<n>`), a capability attenuated from the parent's
  * (signed by an activity: workflow code never sees a key) with its budget reserved from the

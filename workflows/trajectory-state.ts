@@ -7,7 +7,10 @@
  */
 import { condition, patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { InputError } from '../core/errors';
+import { fitObservation, REPORT_OBSERVATION_CHARS } from '../core/history-budget';
 import type { RecordStateOrUnseen } from '../core/records';
+import { RunTurnInputSchema } from '../core/trajectory-input';
+import { parseArgs } from '../core/validation';
 import type { ApproveCallInput, CallReport, CarriedState, FinishInput, RunTurnInput, SettleCallInput } from './definitions';
 import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS, type TrajectoryStatus } from './search-attributes';
 
@@ -20,8 +23,6 @@ export const PATCH_UPSERT_ON_CHANGE = 'upsert-search-attributes-on-change-v1';
  * new trajectory records one patch marker, not two. Histories before it replay as they ran.
  */
 export const PATCH_COUNT_IN_ACTIVITIES = 'count-proposals-in-activities-v3';
-
-export const MAX_CALLS_PER_TURN = 64;
 
 export class TrajectoryState {
   readonly reports: CallReport[];
@@ -74,17 +75,7 @@ export class TrajectoryState {
 
   validateRunTurn(t: RunTurnInput): void {
     if (this.finishRequest) throw new InputError('turn', 'arrive before finish (this trajectory is finishing)');
-    if (!t || !Number.isSafeInteger(t.turn) || t.turn < 0)
-      throw new InputError('turn', `be an integer ≥ 0 (got ${JSON.stringify(t?.turn)})`);
-    if (!Array.isArray(t.calls) || t.calls.length < 1 || t.calls.length > MAX_CALLS_PER_TURN) {
-      throw new InputError('calls', `be an array of 1 to ${MAX_CALLS_PER_TURN} calls`);
-    }
-    t.calls.forEach((c, i) => {
-      if (!c || typeof c !== 'object') throw new InputError(`calls[${i}]`, 'be an object');
-      if (typeof c.call_id !== 'string' || !c.call_id) throw new InputError(`calls[${i}].call_id`, 'be a non-empty string');
-      if (typeof c.tool !== 'string') throw new InputError(`calls[${i}].tool`, 'be a string');
-      if (!c.args || typeof c.args !== 'object' || Array.isArray(c.args)) throw new InputError(`calls[${i}].args`, 'be an object');
-    });
+    parseArgs(RunTurnInputSchema, t, '');
   }
 
   /** Runs `turn` after every turn that arrived before it has finished. */
@@ -114,6 +105,16 @@ export class TrajectoryState {
   requestFinish(f: FinishInput): { accepted: true } {
     this.finishRequest = f;
     return { accepted: true };
+  }
+
+  /**
+   * Once a turn is answered, reports keep only the head of each observation: they are what
+   * queries, the result and continue-as-new carry (docs/design.md#history-budget).
+   */
+  compactReports(): void {
+    for (const r of this.reports) {
+      if (r.observation) r.observation = fitObservation(r.observation, REPORT_OBSERVATION_CHARS);
+    }
   }
 
   // ── what SREs see ─────────────────────────────────────────────────────────────────────────

@@ -8,7 +8,6 @@ import { type Kysely, type Expression, type SqlBool, sql } from 'kysely';
 import type { RecordState } from '../../core/records';
 import type { SettleDatabase } from './schema';
 import { PreparedStatement } from './prepared';
-import type { ToolCallsTable } from './call-stats';
 
 export const RECORDS = 'settle_endpoint_records' as const;
 export const EVENTS = 'settle_endpoint_events' as const;
@@ -48,8 +47,7 @@ export interface ClaimParams extends Record<string, string | number | null> {
  * followed; and, when asked, the valid proposal is counted (`ON CONFLICT DO NOTHING`: retries and
  * replays count once, whatever the claim's outcome).
  */
-export function claimStatement(settleDb: Kysely<SettleDatabase>) {
-  const db = settleDb.withTables<{ settle_tool_calls: ToolCallsTable }>();
+export function claimStatement(db: Kysely<SettleDatabase>) {
   return new PreparedStatement(
     (p: ClaimParams) =>
       db

@@ -1,15 +1,13 @@
 /** `spawn_subagent` arguments: the sub-agent's task and the narrower capability it receives. */
 import { z } from 'zod';
 import { lazy } from '../lazy';
+import { ScriptedTurnSchema } from '../trajectory-input';
 import { ObjectSpec, RIGHTS } from './token';
 
 export const SPAWN_SUBAGENT = 'spawn_subagent';
 
 /** Built on first use (core/lazy.ts). */
 export const spawnSubagentArgs = lazy(() => {
-  const ScriptedCall = z
-    .object({ call_id: z.string().min(1).max(255), tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()) })
-    .strict();
   return z
     .object({
       task: z.string().min(1).max(10_000).describe('What the sub-agent must do (its first user message when model-driven).'),
@@ -33,7 +31,7 @@ export const spawnSubagentArgs = lazy(() => {
         .max(7 * 24 * 3600_000)
         .describe('Lifetime in milliseconds, capped at this trajectory’s expiry.'),
       turns: z
-        .array(z.object({ turn: z.number().int().min(0), calls: z.array(ScriptedCall).min(1).max(64) }).strict())
+        .array(ScriptedTurnSchema)
         .max(1000)
         .optional()
         .describe('Scripted turns for the sub-agent; absent: it is model-driven with this trajectory’s model.'),

@@ -1,6 +1,6 @@
 /**
  * The tool catalog as both sides see it: each tool defined once by its zod argument model, its
- * description and its side-effect annotation (DESIGN.md §4). The JSON Schema published to
+ * description and its side-effect annotation (docs/design.md#side-effect-levels). The JSON Schema published to
  * models is generated from the same model the runtime validates with, so they cannot drift.
  * Levels come from this registry only, never from annotations supplied by a tool server.
  */

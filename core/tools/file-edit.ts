@@ -31,7 +31,7 @@ export const fileEditArgs = lazy(() =>
 
 export type FileEditArgs = z.output<ReturnType<typeof fileEditArgs>>;
 
-/** Facts recorded before the effect, so a probe can decide later (DESIGN.md §2 "intent before effect"). */
+/** Facts recorded before the effect, so a probe can decide later (docs/design.md#intent-before-effect). */
 export interface FileEditIntent {
   path: string;
   sha256_before: string;
