@@ -37,7 +37,7 @@ export function assertJsonValue(value: unknown, field = '$'): asserts value is J
         value.forEach((item, i) => assertJsonValue(item, `${field}[${i}]`));
         return;
       }
-      const proto = Object.getPrototypeOf(value);
+      const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
       if (proto !== Object.prototype && proto !== null) {
         throw new InputError(field, `be a plain JSON object (got ${proto?.constructor?.name ?? 'object'})`);
       }
