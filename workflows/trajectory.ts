@@ -14,12 +14,14 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { InputError } from '../core/errors';
+import { parseToolArguments } from '../core/json-text';
 import type { ChatMessage } from '../core/model/chat';
 import { failed, type Observation } from '../core/observation';
 import { CATALOG, isToolName, publishedCatalog, type SideEffectLevel } from '../core/tools/catalog';
@@ -49,6 +51,8 @@ export * from './definitions';
 
 const MAX_CALLS_PER_TURN = 64;
 const DEFAULT_MODEL_TURNS = 20;
+/** Model arguments parsed as strict I-JSON (core/json-text.ts); histories from before parsed them with JSON.parse. */
+const PATCH_STRICT_TOOL_ARGUMENTS = 'strict-tool-arguments-v1';
 
 const { callModel } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '3 minutes',
@@ -204,17 +208,19 @@ async function driveByModel(ctx: CallContext, input: TrajectoryInput): Promise<{
     for (const c of reply.calls) {
       let observation: Observation;
       let args: unknown;
+      let refused: InputError | undefined;
       try {
-        args = JSON.parse(c.function.arguments);
+        args = parseToolArguments(c.function.arguments, () => patched(PATCH_STRICT_TOOL_ARGUMENTS));
       } catch (err) {
         args = undefined;
-        observation = failed(`invalid call: args must be valid JSON (${(err as Error).message})`);
+        refused = err as InputError;
+        observation = failed(`invalid call: ${refused.message}`);
       }
       if (args !== undefined) {
         const proposed: ProposedCall = { call_id: c.id, tool: c.function.name, args: args as Record<string, unknown> };
         observation = (await runCall(ctx, turn, proposed)).observation ?? failed('no observation');
       } else {
-        await countProposal(ctx, turn, { call_id: c.id, tool: c.function.name, args: {} }, { field: 'args', rule: 'be valid JSON' });
+        await countProposal(ctx, turn, { call_id: c.id, tool: c.function.name, args: {} }, { field: refused!.field, rule: refused!.rule });
         ctx.state.reports.push({
           turn,
           callId: c.id,
