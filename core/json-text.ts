@@ -406,3 +406,18 @@ export function parseToolArguments(text: string, strict: () => boolean): JsonVal
     return legacy;
   }
 }
+
+/**
+ * Refuses a value nested deeper than `maxDepth` arrays and objects, without recursing (for
+ * documents parsed elsewhere, e.g. by JSON.parse, before recursive code walks them).
+ */
+export function assertJsonDepth(value: unknown, field: string, maxDepth: number): void {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= maxDepth) throw new InputError(field, `${depthRule(maxDepth)} (the limit for this input)`);
+    for (const child of Array.isArray(v) ? v : Object.values(v))
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+}

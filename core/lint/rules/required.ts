@@ -9,9 +9,22 @@ import { finding, type NodeRule } from './context';
 
 // "required", "mandatory", "must be given/provided/…": the description says a value is needed.
 const SAYS_REQUIRED = /\b(required|mandatory|must be (given|provided|set|specified|supplied|present|included))\b/i;
-// …unless it says so conditionally or negates it ("required when …", "not required", "optional").
-const SAYS_CONDITIONAL =
-  /\b(not|never) (required|mandatory)\b|\boptional(ly)?\b|\b(required|mandatory|must be \w+) (when|if|only|unless)\b|\b(if|when|unless) [^.]*\b(required|mandatory)\b/i;
+// …unless it says so conditionally or negates it ("required when …", "not required", "optional"),
+// or for one mode of a multi-mode tool ("Required for 'run_workflow' method", "Required
+// parameter of `create` command"): making such a field required would break the other modes —
+// the discriminated-unions rule reports the missing tagged union instead.
+const SAYS_CONDITIONAL = new RegExp(
+  [
+    String.raw`\b(not|never) (required|mandatory)\b`,
+    String.raw`\boptional(ly)?\b`,
+    String.raw`\b(required|mandatory|must be \w+) (when|if|only|unless)\b`,
+    String.raw`\b(if|when|unless) [^.]*\b(required|mandatory)\b`,
+    String.raw`\b(required|mandatory|must be \w+) (for|by|with|in|on) (?!all\b|every\b|each\b|any\b)`,
+    String.raw`\b(required|mandatory) (parameter|argument|field|option|input) (of|for)\b`,
+    String.raw`\b(only )?(required|mandatory|needed|used) (for|with|by) ['"\`]`,
+  ].join('|'),
+  'i',
+);
 
 export const checkRequired: NodeRule = (n, ctx) => {
   if (typeof n.node === 'boolean' || !isObjectSchema(n.node)) return [];
