@@ -46,6 +46,25 @@ describe('false positives removed', () => {
       ['command'],
     );
     expect(only('required-fields', lint('str_replace_editor', 'Views and creates files.', editor))).toEqual([]);
+    const except = closed(
+      {
+        method: { type: 'string', enum: ['run_workflow', 'cancel_workflow_run'] },
+        run_id: { type: 'integer', minimum: 1, maximum: 1e9, description: "The run. Required for all methods except 'run_workflow'." },
+      },
+      ['method'],
+    );
+    expect(only('required-fields', lint('actions_run_trigger', 'Triggers runs.', except))).toEqual([]);
+    // Required "for" every mode there is, is required.
+    const everyMode = closed(
+      {
+        operation: { type: 'string', enum: ['cordon', 'drain', 'uncordon'] },
+        nodeName: { ...short, description: 'Name of the node to operate on (required for cordon, drain, uncordon)' },
+      },
+      ['operation'],
+    );
+    expect(only('required-fields', lint('node_management', 'Manages nodes.', everyMode))).toEqual([
+      ['required-fields', '/0/inputSchema/properties/nodeName'],
+    ]);
     // Unconditional wording still fires.
     const plain = closed({ a: short, b: { ...short, description: 'The branch. Required for all calls.' } }, ['a']);
     expect(only('required-fields', lint('t', 'x', plain))).toEqual([['required-fields', '/0/inputSchema/properties/b']]);

@@ -22,6 +22,7 @@ const SAYS_CONDITIONAL = new RegExp(
     String.raw`\b(required|mandatory|must be \w+) (for|by|with|in|on) (?!all\b|every\b|each\b|any\b)`,
     String.raw`\b(required|mandatory) (parameter|argument|field|option|input) (of|for)\b`,
     String.raw`\b(only )?(required|mandatory|needed|used) (for|with|by) ['"\`]`,
+    String.raw`\b(required|mandatory)\b[^.]*\b(except|other than|apart from|but not)\b`,
   ].join('|'),
   'i',
 );
@@ -50,7 +51,15 @@ export const checkRequired: NodeRule = (n, ctx) => {
   }
   for (const [name, sub] of Object.entries(properties)) {
     if (required.includes(name) || !isObject(sub) || typeof sub.description !== 'string') continue;
-    if (SAYS_REQUIRED.test(sub.description) && !SAYS_CONDITIONAL.test(sub.description)) {
+    // "required for cordon, drain, uncordon" naming every mode there is: required after all.
+    const forEveryMode = Object.values(properties).some((p) => {
+      const values = isObject(p) && Array.isArray(p.enum) ? p.enum.filter((v): v is string => typeof v === 'string') : [];
+      return (
+        values.length > 1 &&
+        values.every((v) => new RegExp(`\\b${v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'i').test(sub.description as string))
+      );
+    });
+    if (SAYS_REQUIRED.test(sub.description) && (!SAYS_CONDITIONAL.test(sub.description) || forEveryMode)) {
       out.push(
         finding(
           ctx,

@@ -79,7 +79,10 @@ function flattenedUnion(s: Record<string, unknown>, pointer: string, ctx: Parame
 /** The description ties the field to this enum value: quoted, back-ticked, or followed by the selector's name. */
 function mentionsValue(description: string, value: string, selector: string): boolean {
   const v = value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`['"\`]${v}['"\`]|\\b${v}\\s+${selector}s?\\b|\\b${selector}s?\\s*[:=]\\s*['"\`]?${v}\\b`, 'i').test(description);
+  return new RegExp(
+    `['"\`]${v}['"\`]|\\b${v}\\s+${selector}s?\\b|\\b${selector}s?\\s*[:=]\\s*['"\`]?${v}\\b|\\b(for|with|when|on) (the )?${v}\\b(?![-_])`,
+    'i',
+  ).test(description);
 }
 
 /** The name of a property that tags every branch with its own value, or null. */

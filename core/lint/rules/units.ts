@@ -172,7 +172,9 @@ export const checkUnits: NodeRule = (n, ctx) => {
         : typeof n.node.exclusiveMinimum === 'number'
           ? n.node.exclusiveMinimum + 1
           : null;
-    if (INDEX_BASE_TEXT.test(description) || (minimum !== null && minimum >= 1)) return [];
+    // A page number whose default is 1 starts at 1 ("Page number (default: 1)").
+    const firstPage = words.includes('page') && (n.node.default === 1 || /\bdefault(s)?( is| to)?:?\s*1\b/i.test(description));
+    if (INDEX_BASE_TEXT.test(description) || (minimum !== null && minimum >= 1) || firstPage) return [];
     return [
       finding(
         ctx,

@@ -37,9 +37,14 @@ const normalise = (name: string) => name.toLowerCase().replace(/[^a-z]/g, '');
 export const checkWholeFileRewrite: ToolRule = (ctx) => {
   const { tool } = ctx;
   const words = nameWords(tool.name);
+  // A tool that only creates (`kubectl_create`, `create_gist`) has no change to express as an edit.
+  const writeWords = words.filter((w) => WRITE_WORDS.has(w));
+  const createsOnly =
+    writeWords.length > 0 && writeWords.every((w) => w === 'create') && !/\boverwrit|\breplac|\bupdat/i.test(tool.description ?? '');
   const writesFiles =
-    (words.some((w) => WRITE_WORDS.has(w)) && (words.some((w) => FILE_WORDS.has(w)) || words.length === 1)) ||
-    WRITES_FILES_TEXT.test(tool.description ?? '');
+    !createsOnly &&
+    ((writeWords.length > 0 && (words.some((w) => FILE_WORDS.has(w)) || words.length === 1)) ||
+      WRITES_FILES_TEXT.test(tool.description ?? ''));
   if (!writesFiles || !isObject(tool.schema) || !isObject(tool.schema.properties)) return [];
   const fields = textFields(tool.schema, tool.schemaPointer, 0);
   // `str_replace_editor`: `file_text` for `create`, `old_str`/`new_str` for changes — the fix is there.
@@ -65,7 +70,9 @@ function textFields(schema: Record<string, unknown>, pointer: string, depth: num
   for (const [name, sub] of Object.entries(schema.properties)) {
     const at = appendPointer(pointer, 'properties', name);
     const types = isObject(sub) ? declaredTypes(sub) : [];
-    if (types.length === 0 || types.includes('string')) out.push({ name, pointer: at });
+    // Text, or untyped; not a union that also offers a list of edit operations (write_pdf's content).
+    const composed = isObject(sub) && ['anyOf', 'oneOf'].some((k) => k in sub);
+    if (types.includes('string') || (types.length === 0 && !composed)) out.push({ name, pointer: at });
     if (!isObject(sub)) continue;
     if (isObject(sub.properties)) out.push(...textFields(sub, at, depth + 1));
     if (isObject(sub.items)) out.push(...textFields(sub.items, appendPointer(at, 'items'), depth + 1));
