@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * Lint with type information. Beyond the recommended sets, the rules that protect the
- * architecture (docs/design.md, "Layout"): workflow code runs in Temporal's deterministic
+ * architecture (docs/design.md#layout): workflow code runs in Temporal's deterministic
  * sandbox and core/ is pure logic, so neither may import Node built-ins, and both may import
  * activities/ for types only (a value import would pull side effects into the workflow bundle).
  */

@@ -2,6 +2,7 @@
  * The activities a settle worker registers. Every side effect of a trajectory happens here:
  * tool execution through endpoint records, probes, operator settlement.
  */
+import { FAILURE } from '../core/failures';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { deriveKey } from '../core/key';
@@ -114,7 +115,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     /** Keyed mode: the key of a call, derived with the worker's secret (run as a local activity). */
     async deriveKeyedKey(input: { turn: number; callId: string; tool: string; args: Record<string, unknown> }): Promise<string> {
       const trajectoryId = Context.current().info.workflowExecution?.workflowId;
-      if (!trajectoryId) throw ApplicationFailure.nonRetryable('deriveKeyedKey must run inside a trajectory workflow', 'SettleNoWorkflow');
+      if (!trajectoryId) throw ApplicationFailure.nonRetryable('deriveKeyedKey must run inside a trajectory workflow', FAILURE.NoWorkflow);
       return deriveKey({ trajectoryId, ...input }, keySecret());
     },
 
@@ -127,7 +128,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     async executeToolCall(input: ToolCallInput): Promise<CallOutcome<Observation>> {
       const ctx = Context.current();
       const trajectoryId = ctx.info.workflowExecution?.workflowId;
-      if (!trajectoryId) throw ApplicationFailure.nonRetryable('executeToolCall must run inside a trajectory workflow', 'SettleNoWorkflow');
+      if (!trajectoryId) throw ApplicationFailure.nonRetryable('executeToolCall must run inside a trajectory workflow', FAILURE.NoWorkflow);
       const { tool, args } = settledCall(input.tool, input.args);
       // The key is derived in workflow code; derive it again here from the executing
       // workflow's own id, so a drifted or forged key can never claim someone else's record.
@@ -136,7 +137,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         input.keyMode === 'hmac' ? keySecret() : undefined,
       );
       if (key !== input.key) {
-        throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, 'SettleKeyMismatch');
+        throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) return { kind: 'denied', ...access.denied };
@@ -181,10 +182,10 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       return { kind: 'observed', observation: boundObservation(await tool.run(args, { workspace: input.workspace })) };
     },
 
-    /** Probes an IN_DOUBT call's environment and settles it when the facts decide (DESIGN.md §3). */
+    /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */
     async probeToolCall(input: { key: string; workspace: string }): Promise<ProbeReport> {
       const record = await store.get(input.key);
-      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, 'SettleNoRecord');
+      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
       if (record.state !== 'IN_DOUBT') {
         return {
           verdict: 'unknown',
@@ -207,7 +208,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     /** An operator's verdict on an IN_DOUBT call, recorded with their name and reason. */
     async settleByOperator(input: OperatorSettlement): Promise<{ state: RecordState }> {
       const record = await store.get(input.key);
-      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, 'SettleNoRecord');
+      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
       if (record.state !== 'IN_DOUBT') return { state: record.state };
       const write =
         input.verdict === 'applied'
@@ -235,16 +236,16 @@ function checkedCall<K extends 'read-only' | 'settled'>(
   rawArgs: unknown,
   kind: K,
 ): { tool: K extends 'read-only' ? ReadOnlyTool<any> : SettledTool<any, any, Observation>; args: Record<string, unknown> } {
-  if (!isToolName(toolName)) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, 'SettleUnknownTool');
+  if (!isToolName(toolName)) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, FAILURE.UnknownTool);
   const implementation = TOOL_IMPLEMENTATIONS[toolName];
   if (implementation.kind !== kind) {
-    throw ApplicationFailure.nonRetryable(`${toolName} is a ${implementation.kind} tool, not ${kind}`, 'SettleWrongLevel');
+    throw ApplicationFailure.nonRetryable(`${toolName} is a ${implementation.kind} tool, not ${kind}`, FAILURE.WrongLevel);
   }
   let args: Record<string, unknown>;
   try {
     args = parseArgs(CATALOG[toolName].args, rawArgs) as Record<string, unknown>;
   } catch (err) {
-    throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, 'SettleInvalidArgs');
+    throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, FAILURE.InvalidArgs);
   }
   return { tool: implementation.tool as never, args };
 }
@@ -257,7 +258,7 @@ function keySecret(): Uint8Array {
   if (!secret || secret.length < 16) {
     throw ApplicationFailure.nonRetryable(
       `${KEY_SECRET_VARIABLE} must be set on the worker (at least 16 characters) for keyMode "hmac"`,
-      'SettleKeySecret',
+      FAILURE.KeySecret,
     );
   }
   return new TextEncoder().encode(secret);

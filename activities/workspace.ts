@@ -1,5 +1,5 @@
 /**
- * Access-time path containment (DESIGN.md §5): the lexical rules of core/paths.ts, then symlinks
+ * Access-time path containment (docs/design.md#path-containment): the lexical rules of core/paths.ts, then symlinks
  * resolved — the target itself, or for a file still to be created its nearest existing
  * ancestor — and the real path must stay inside the real workspace root.
  */

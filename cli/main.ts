@@ -41,7 +41,7 @@ program
 
 program
   .command('key')
-  .description('Print the idempotency key (DESIGN.md §1) of exactly these components; no defaults are applied to args.')
+  .description('Print the idempotency key (docs/design.md#key-derivation) of exactly these components; no defaults are applied to args.')
   .requiredOption('--trajectory <id>', 'trajectory (workflow) id')
   .requiredOption('--turn <n>', 'turn number, an integer ≥ 0', parseTurn)
   .requiredOption('--call-id <id>', 'tool-call id')

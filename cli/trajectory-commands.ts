@@ -5,9 +5,8 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { InputError } from '../core/errors';
 import { parseIJson } from '../core/json-text';
-import { TrajectorySpec } from '../core/spec';
+import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
-import type { TrajectoryInput } from '../workflows/definitions';
 import { withClient, withStore } from './connections';
 import { UsageError } from './usage-error';
 
@@ -16,14 +15,15 @@ const KEY = /^[0-9a-f]{64}$/;
 export function registerTrajectoryCommands(program: Command): void {
   program
     .command('start')
-    .description('Start a trajectory from a JSON spec (trajectory_id, workspace, and turns or a model).')
+    .description('Start a trajectory from a JSON spec: trajectoryId plus the trajectory input (workspace, and turns or a model).')
     .argument('<spec>', 'path of the spec file, or - for stdin')
     .option('--cap <file>', 'the capability token for this trajectory (instead of "capability" in the spec)')
     .action(async (specPath: string, opts: { cap?: string }) => {
       const spec = readSpec(specPath, opts.cap);
       await withClient(async (client) => {
-        await client.start(spec.trajectory_id, toInput(spec));
-        console.log(`started ${spec.trajectory_id}`);
+        const { trajectoryId, ...input } = spec;
+        await client.start(trajectoryId, input);
+        console.log(`started ${trajectoryId}`);
       });
     });
 
@@ -103,9 +103,9 @@ function readSpec(specPath: string, capPath?: string): TrajectorySpec {
       throw new UsageError('--cap: must not be given when the spec has a "capability" already');
     json = { ...(json as object), capability: strictJson(readBytes(capPath, '--cap'), '--cap') };
   }
-  const issues = allIssues(TrajectorySpec, json, 'spec');
+  const issues = allIssues(TrajectorySpecSchema, json, 'spec');
   if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
-  return TrajectorySpec.parse(json);
+  return TrajectorySpecSchema.parse(json);
 }
 
 function readBytes(file: string | 0, flag: string): Uint8Array {
@@ -123,32 +123,6 @@ function strictJson(bytes: Uint8Array, field: string): unknown {
     if (err instanceof InputError) throw new UsageError(err.message);
     throw err;
   }
-}
-
-function toInput(spec: TrajectorySpec): TrajectoryInput {
-  return {
-    workspace: spec.workspace,
-    ...(spec.turns ? { turns: spec.turns } : {}),
-    ...(spec.model
-      ? {
-          model: {
-            baseUrl: spec.model.base_url,
-            model: spec.model.model,
-            task: spec.model.task,
-            ...(spec.model.api_key_env ? { apiKeyEnv: spec.model.api_key_env } : {}),
-            ...(spec.model.system ? { system: spec.model.system } : {}),
-            ...(spec.model.max_turns ? { maxTurns: spec.model.max_turns } : {}),
-            ...(spec.model.max_total_tokens ? { maxTotalTokens: spec.model.max_total_tokens } : {}),
-          },
-        }
-      : {}),
-    ...(spec.level_overrides ? { levelOverrides: spec.level_overrides } : {}),
-    ...(spec.approval_timeout_ms ? { approvalTimeoutMs: spec.approval_timeout_ms } : {}),
-    ...(spec.lease_ms ? { leaseMs: spec.lease_ms } : {}),
-    ...(spec.network !== undefined ? { network: spec.network } : {}),
-    ...(spec.capability ? { capability: spec.capability } : {}),
-    ...(spec.key_mode ? { keyMode: spec.key_mode } : {}),
-  };
 }
 
 /** A rejected update (validator) is bad input: show its reason as one line. */

@@ -24,6 +24,9 @@ import {
   type TrajectoryInput,
   type TrajectoryResult,
 } from '../workflows/definitions';
+import type { trajectoryWorkflow } from '../workflows/trajectory';
+import { RunTurnInputSchema, TrajectoryRequestSchema, type TrajectoryRequest } from '../core/trajectory-input';
+import { parseArgs } from '../core/validation';
 
 export const DEFAULT_TASK_QUEUE = 'settle';
 
@@ -54,9 +57,14 @@ export class SettleClient {
     await this.client.connection.close();
   }
 
-  /** Starts a trajectory whose workflow id is the trajectory id (part of every key). */
-  async start(trajectoryId: string, input: TrajectoryInput): Promise<WorkflowHandleWithFirstExecutionRunId> {
-    return this.client.workflow.start('trajectoryWorkflow', {
+  /**
+   * Starts a trajectory whose workflow id is the trajectory id (part of every key). The input is
+   * checked against the input contract first: a broken one throws InputError naming the field,
+   * and nothing starts.
+   */
+  async start(trajectoryId: string, input: TrajectoryRequest): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
+    parseArgs(TrajectoryRequestSchema, input, 'input');
+    return this.client.workflow.start<typeof trajectoryWorkflow>('trajectoryWorkflow', {
       taskQueue: this.taskQueue,
       workflowId: trajectoryId,
       args: [input],
@@ -69,6 +77,9 @@ export class SettleClient {
    * and executes nothing twice.
    */
   async runTurn(trajectoryId: string, turn: number, calls: ProposedCall[]): Promise<RunTurnResult> {
+    // The workflow's validator applies the same contract; checking here first gives a clear
+    // error even for input too deep to serialise.
+    parseArgs(RunTurnInputSchema, { turn, calls }, '');
     return this.handle(trajectoryId).executeUpdate(runTurnUpdate, {
       args: [{ turn, calls }],
       updateId: runTurnUpdateId(trajectoryId, turn),

@@ -23,16 +23,16 @@
  * Pure: no Node built-ins (TextDecoder is a global in Temporal's workflow sandbox too).
  */
 import { InputError } from './errors';
+import { jsonDepth, MAX_JSON_DEPTH } from './json-limits';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /**
- * Arrays and objects nested deeper than this are refused, as text and as values. Tool arguments
- * and specs are a few levels deep; 64 leaves room while keeping every recursive consumer
- * (canonicalize, validators) far from the stack limit. An object or array counts one level:
- * `{"a":[1]}` is 2 deep.
+ * Arrays and objects nested deeper than MAX_JSON_DEPTH (64, core/json-limits.ts: the one limit
+ * for arguments and specs) are refused, as text and as values. An object or array counts one
+ * level: `{"a":[1]}` is 2 deep.
  */
-export const MAX_JSON_DEPTH = 64;
+export { MAX_JSON_DEPTH };
 
 export interface ParseOptions {
   /** How many levels of arrays and objects may nest (default MAX_JSON_DEPTH). */
@@ -412,12 +412,5 @@ export function parseToolArguments(text: string, strict: () => boolean): JsonVal
  * documents parsed elsewhere, e.g. by JSON.parse, before recursive code walks them).
  */
 export function assertJsonDepth(value: unknown, field: string, maxDepth: number): void {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth >= maxDepth) throw new InputError(field, `${depthRule(maxDepth)} (the limit for this input)`);
-    for (const child of Array.isArray(v) ? v : Object.values(v))
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-  }
+  if (jsonDepth(value, maxDepth) > maxDepth) throw new InputError(field, `${depthRule(maxDepth)} (the limit for this input)`);
 }

@@ -1,5 +1,5 @@
 /**
- * Derived idempotency key, version 1 (DESIGN.md §1).
+ * Derived idempotency key, version 1 (docs/design.md#key-derivation).
  *
  *   material = JCS(["settle.key.v1", trajectory_id, turn, call_id, tool, args])
  *   key      = hex SHA-256(material)              — default

@@ -1,5 +1,5 @@
 /**
- * Canonical absolute paths and segment-wise containment (DESIGN.md §5). Pure string rules; the
+ * Canonical absolute paths and segment-wise containment (docs/design.md#path-containment). Pure string rules; the
  * symlink part of containment needs the file system and lives in activities/workspace.ts.
  *
  * Why segment-wise: a plain prefix test lets `/work` "contain" `/workspace` (CVE-2025-53110 style).

@@ -1,5 +1,5 @@
 /**
- * Endpoint-record vocabulary shared by workflow code, activities and the CLI (DESIGN.md §2–§3).
+ * Endpoint-record vocabulary shared by workflow code, activities and the CLI (docs/design.md#endpoint-records).
  * Pure types and constants: no Temporal, no Postgres.
  */
 
@@ -21,7 +21,7 @@ export function isRecordState(s: string): s is RecordState {
  */
 export type Actor = `worker:${string}` | 'lease-expiry' | `probe:${string}` | `operator:${string}` | 'retention';
 
-/** What a reconciliation probe concluded from the environment (DESIGN.md §3). */
+/** What a reconciliation probe concluded from the environment (docs/design.md#probes). */
 export type ProbeVerdict<R = unknown> =
   { verdict: 'applied'; result: R; detail: string } | { verdict: 'not_applied'; detail: string } | { verdict: 'unknown'; detail: string };
 

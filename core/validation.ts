@@ -9,7 +9,7 @@ export function parseArgs<S extends z.ZodType>(schema: S, value: unknown, root =
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  const where = [root, ...issue.path.map(String)].join('.');
+  const where = [root, ...issue.path.map(String)].filter(Boolean).join('.') || root;
   throw new InputError(where, ruleOf(issue, valueAt(value, issue.path)));
 }
 
@@ -18,7 +18,7 @@ export function allIssues(schema: z.ZodType, value: unknown, root = 'args'): { f
   const parsed = schema.safeParse(value);
   if (parsed.success) return [];
   return parsed.error.issues.map((issue) => ({
-    field: [root, ...issue.path.map(String)].join('.'),
+    field: [root, ...issue.path.map(String)].filter(Boolean).join('.') || root,
     rule: ruleOf(issue, valueAt(value, issue.path)),
   }));
 }

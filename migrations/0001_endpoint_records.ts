@@ -1,5 +1,5 @@
 /**
- * Endpoint records and their audit trail (DESIGN.md §2). FROZEN once landed: change the schema
+ * Endpoint records and their audit trail (docs/design.md#endpoint-records). FROZEN once landed: change the schema
  * with a new migration, never by editing this one.
  */
 import { type Kysely, sql } from 'kysely';

@@ -1,5 +1,5 @@
 /**
- * Capability budgets (DESIGN.md §5): what each token may spend, what it has spent, and what it
+ * Capability budgets (docs/design.md#budgets): what each token may spend, what it has spent, and what it
  * has reserved for its sub-agents; and one spend row per call key, so a retried call is never
  * charged twice and a crash never loses a charge. FROZEN once landed.
  */

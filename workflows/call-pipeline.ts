@@ -1,32 +1,30 @@
 /**
  * One proposed call, start to finish. DETERMINISTIC CODE ONLY (workflow sandbox).
  *
- *   validate → derive key → level policy (A0 read · A3 approval) → settled execution
- *            → in doubt? probe → settle → run again or finish; unknown → operator
+ *   validate → derive key → capability pre-check → by level:
+ *     A0 read (no record) · A2 settled execution · A3 approval, then settled execution
  *
- * Nothing here ever guesses about an effect it cannot see: an IN_DOUBT call is probed before any
- * retry, and a probe that cannot tell leaves the call waiting for an operator.
+ * The settled execution (claim, probe, operator) is settled-call.ts; sub-agents are subagent.ts.
  */
-import { condition, patched, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { condition, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
 import { checkBody } from '../core/capability/rules';
 import { SPAWN_SUBAGENT, SpawnSubagentArgs } from '../core/capability/subagent';
-import { spawnSubagent } from './subagent';
-import type { RecordStateOrUnseen } from '../core/records';
-import { CATALOG, isToolName, type SideEffectLevel } from '../core/tools/catalog';
+import { CATALOG, effectiveLevel, isToolName, type SideEffectLevel, type ToolName } from '../core/tools/catalog';
+import { isCompensationCallId } from '../core/tools/compensation';
 import { parseArgs } from '../core/validation';
+import { ProposedCallSchema } from '../core/trajectory-input';
 import type { ReadOnlyResult, SettleActivities } from '../activities/index';
-import type { CallReport, ProposedCall, TrajectoryInput } from './definitions';
+import type { CallReport, TrajectoryInput } from './definitions';
+import { deniedByCapability, SettledCall } from './settled-call';
+import { spawnSubagent } from './subagent';
 import type { TrajectoryState } from './trajectory-state';
 
-const DEFAULT_LEASE_MS = 10_000;
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
-/** Executions that ended certainly-not-executed (released, or settled NOT_EXECUTED) before giving up. */
-const MAX_NOT_EXECUTED = 5;
-const LEVEL_ORDER: SideEffectLevel[] = ['A0', 'A1', 'A2', 'A3'];
 
 // Local activities: short, and recorded as one marker each instead of a task round trip.
 const { deriveKeyedKey, recordProposedCall } = proxyLocalActivities<SettleActivities>({
@@ -37,7 +35,7 @@ const { deriveKeyedKey, recordProposedCall } = proxyLocalActivities<SettleActivi
 /** Patch id: proposed calls are counted per tool (malformed-call rate), by a local activity. Histories before it have none. */
 export const PATCH_RECORD_PROPOSED_CALLS = 'record-proposed-calls-v2';
 
-const { probeToolCall, settleByOperator, runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
+const { runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
@@ -48,17 +46,61 @@ export interface CallContext {
   state: TrajectoryState;
 }
 
-/** The level a tool runs at in this trajectory: the catalog's, or a higher override. */
-export function effectiveLevel(tool: keyof typeof CATALOG, overrides: TrajectoryInput['levelOverrides']): SideEffectLevel {
-  const base = CATALOG[tool].level;
-  const override = overrides?.[tool];
-  if (!override) return base;
-  return LEVEL_ORDER.indexOf(override) > LEVEL_ORDER.indexOf(base) ? override : base;
+/** A call that passed validation: its catalog tool, level and the arguments as they will execute. */
+interface ValidCall {
+  tool: ToolName;
+  level: SideEffectLevel;
+  args: Record<string, unknown>;
+  /** The plain (SHA-256) key; keyed mode replaces it after validation. */
+  key: string;
 }
 
-export async function runCall(ctx: CallContext, turn: number, call: ProposedCall): Promise<CallReport> {
-  const { state, input, trajectoryId } = ctx;
-  const report: CallReport = {
+/**
+ * Where a call comes from: a model or orchestrator (`proposed`: checked against the input
+ * contract, counted), or settle itself (`compensation`: built from a validated call).
+ */
+export type CallOrigin = 'proposed' | 'compensation';
+
+export async function runCall(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin = 'proposed'): Promise<CallReport> {
+  const report = newReport(turn, call);
+  ctx.state.reports.push(report);
+
+  // 1. Validate: a malformed call becomes an observation naming the field and rule.
+  let valid: ValidCall | ValidSpawn;
+  try {
+    valid = validate(ctx, turn, call, origin);
+  } catch (err) {
+    return rejectInvalid(ctx, report, call, err);
+  }
+  if (valid.tool === SPAWN_SUBAGENT) return runSpawn(ctx, report, call, valid);
+  report.level = valid.level;
+  await countProposal(ctx, turn, call, null);
+
+  // 2. The key names the logical call; derived here, so it shows in history.
+  const key = await finalKey(ctx, turn, call, valid);
+  report.key = key;
+  ctx.state.argsByKey.set(key, valid.args);
+  const summary = `${call.tool} ${describeArgs(valid.args)} · key ${key.slice(0, 6)}…`;
+
+  // 3. Capability pre-check on the token's unsigned fields (cheap, no activity). The activity
+  //    checks again with the signature, symlinks and budget: it decides, not this.
+  const denial = precheckCapability(ctx, valid);
+  if (denial) return deniedByCapability(report, denial.component, denial.reason);
+
+  // 4. By level.
+  if (valid.level === 'A0') return runReadOnly(ctx, report, valid, key, summary);
+  let approval: { approver: string; reason: string } | undefined;
+  if (valid.level === 'A3') {
+    const decision = await approvalFor(ctx, report, key, summary);
+    if (decision?.decision === 'deny') return denied(report, decision);
+    approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
+  }
+  await new SettledCall(ctx, report, key, valid.args, summary, approval).run();
+  return report;
+}
+
+function newReport(turn: number, call: ProposedCall): CallReport {
+  return {
     turn,
     callId: call.call_id,
     tool: call.tool,
@@ -71,83 +113,81 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
     approval: null,
     compensatedBy: null,
   };
-  state.reports.push(report);
+}
 
-  // Sub-agents: a child workflow with an attenuated capability (workflows/subagent.ts).
+/** A spawn_subagent call that passed validation. */
+interface ValidSpawn {
+  tool: typeof SPAWN_SUBAGENT;
+  args: SpawnSubagentArgs;
+  key: string;
+}
+
+/** Throws InputError naming the field and rule; returns the call as it will execute. */
+function validate(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin): ValidCall | ValidSpawn {
+  // The envelope first (call id, argument size and depth): model-proposed calls meet it here.
+  if (origin === 'proposed') parseArgs(ProposedCallSchema, call, '');
   if (call.tool === SPAWN_SUBAGENT) {
-    let spawnArgs: SpawnSubagentArgs;
-    try {
-      spawnArgs = parseArgs(SpawnSubagentArgs, call.args);
-      report.key = deriveKey({ trajectoryId, turn, callId: call.call_id, tool: call.tool, args: spawnArgs as Record<string, unknown> });
-    } catch (err) {
-      return rejectInvalid(ctx, report, call, err);
-    }
-    await countProposal(ctx, turn, call, null);
-    report.level = 'A2';
-    return spawnSubagent(ctx, report, spawnArgs);
+    const args = parseArgs(SpawnSubagentArgs, call.args);
+    return {
+      tool: SPAWN_SUBAGENT,
+      args,
+      key: deriveKey({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: call.tool, args }),
+    };
   }
-
-  // 1. Validate: a malformed call becomes an observation naming the field and rule.
-  let args: Record<string, unknown>;
-  let key: string;
-  try {
-    if (typeof call.tool !== 'string' || !isToolName(call.tool)) {
-      throw new InputError('tool', `be one of ${Object.keys(CATALOG).join(', ')} (got ${JSON.stringify(call.tool)})`);
-    }
-    report.level = effectiveLevel(call.tool, input.levelOverrides);
-    args = parseArgs(CATALOG[call.tool].args, call.args) as Record<string, unknown>;
-    // 2. The key names the logical call; derived here, so it shows in history.
-    key = deriveKey({ trajectoryId, turn, callId: call.call_id, tool: call.tool, args });
-  } catch (err) {
-    return rejectInvalid(ctx, report, call, err);
+  if (typeof call.tool !== 'string' || !isToolName(call.tool)) {
+    throw new InputError('tool', `be one of ${Object.keys(CATALOG).join(', ')} (got ${JSON.stringify(call.tool)})`);
   }
-  await countProposal(ctx, turn, call, null);
-  // Keyed mode: the runtime's secret makes the key (the pure derivation above validated the parts).
-  if (input.keyMode === 'hmac') key = await deriveKeyedKey({ turn, callId: call.call_id, tool: call.tool, args });
-  report.key = key;
-  state.argsByKey.set(key, args);
-  const summary = `${call.tool} ${describeArgs(args)} · key ${key.slice(0, 6)}…`;
+  const level = effectiveLevel(call.tool, ctx.input.levelOverrides);
+  const args = parseArgs(CATALOG[call.tool].args, call.args) as Record<string, unknown>;
+  const key = deriveKey({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: call.tool, args });
+  return { tool: call.tool, level, args, key };
+}
 
-  // Capability pre-check on the token's unsigned fields (cheap, no activity). The activity
-  // checks again with the signature, symlinks and budget: it decides, not this.
-  if (input.capability) {
-    const access = accessFor(call.tool, args, input.workspace);
-    const verdict = checkBody(input.capability.body, { ...access, audience: trajectoryId, nowMs: Date.now() });
-    if (!verdict.allowed) return deniedByCapability(report, verdict.component, verdict.reason);
-  }
+/** Keyed mode: the runtime's secret makes the key (the pure derivation validated the parts). */
+async function finalKey(ctx: CallContext, turn: number, call: ProposedCall, valid: ValidCall): Promise<string> {
+  if (ctx.input.keyMode !== 'hmac') return valid.key;
+  return deriveKeyedKey({ turn, callId: call.call_id, tool: call.tool, args: valid.args });
+}
 
-  // 3. Read-only (A0): no endpoint record, a retry simply reads again.
-  if (report.level === 'A0') {
-    report.attempts++;
-    const result = await runReadOnlyTool.executeWithOptions(
-      { startToCloseTimeout: '1 minute', retry: { initialInterval: '1 second', maximumAttempts: 5 }, summary },
-      [{ tool: call.tool, args, workspace: input.workspace, key, ...(input.capability ? { capability: input.capability } : {}) }],
-    );
-    // Histories recorded before capabilities carry a bare observation.
-    const outcome: ReadOnlyResult = 'kind' in result ? result : { kind: 'observed', observation: result as Observation };
-    if (outcome.kind === 'denied') return deniedByCapability(report, outcome.component, outcome.reason);
-    report.observation = outcome.observation;
-    report.state = 'NO_RECORD';
-    report.resolution = 'read';
-    return report;
-  }
+function precheckCapability(ctx: CallContext, valid: ValidCall): { component: string; reason: string } | null {
+  const { capability, workspace } = ctx.input;
+  if (!capability) return null;
+  const access = accessFor(valid.tool, valid.args, workspace);
+  const verdict = checkBody(capability.body, { ...access, audience: ctx.trajectoryId, nowMs: Date.now() });
+  return verdict.allowed ? null : { component: verdict.component, reason: verdict.reason };
+}
 
-  // 4. A3: a human approves before the effect — unless the effect already happened (a repeat).
-  let approval: { approver: string; reason: string } | undefined;
-  if (report.level === 'A3' && (await lookupRecord({ key })).state !== 'COMPLETED') {
-    const decision = await awaitApproval(ctx, report, key, summary);
-    if (decision.decision === 'deny') {
-      report.resolution = 'denied';
-      report.state = 'NO_RECORD';
-      report.observation = failed(`denied by ${decision.approver}: ${decision.reason}`);
-      return report;
-    }
-    approval = { approver: decision.approver, reason: decision.reason };
-  }
-
-  // 5. Settled execution.
-  await executeSettled(ctx, report, key, args, summary, approval);
+/** A0: no endpoint record, a retry simply reads again. */
+async function runReadOnly(ctx: CallContext, report: CallReport, valid: ValidCall, key: string, summary: string): Promise<CallReport> {
+  const { input } = ctx;
+  report.attempts++;
+  const result: ReadOnlyResult | Observation = await runReadOnlyTool.executeWithOptions(
+    { startToCloseTimeout: '1 minute', retry: { initialInterval: '1 second', maximumAttempts: 5 }, summary },
+    [
+      {
+        tool: valid.tool,
+        args: valid.args,
+        workspace: input.workspace,
+        key,
+        ...(input.capability ? { capability: input.capability } : {}),
+      },
+    ],
+  );
+  // Histories recorded before capabilities carry a bare observation.
+  const outcome: ReadOnlyResult = 'kind' in result ? result : { kind: 'observed', observation: result };
+  if (outcome.kind === 'denied') return deniedByCapability(report, outcome.component, outcome.reason);
+  report.observation = outcome.observation;
+  report.state = 'NO_RECORD';
+  report.resolution = 'read';
   return report;
+}
+
+/** Sub-agents: a child workflow with an attenuated capability (subagent.ts). */
+async function runSpawn(ctx: CallContext, report: CallReport, call: ProposedCall, spawn: ValidSpawn): Promise<CallReport> {
+  report.key = spawn.key;
+  await countProposal(ctx, report.turn, call, null);
+  report.level = 'A2';
+  return spawnSubagent(ctx, report, spawn.args);
 }
 
 /** A malformed call: counted, and answered with an observation naming the field and rule. */
@@ -157,13 +197,6 @@ async function rejectInvalid(ctx: CallContext, report: CallReport, call: Propose
   report.resolution = 'invalid';
   report.state = 'NO_RECORD';
   report.observation = failed(`invalid call: ${err.message}`);
-  return report;
-}
-
-function deniedByCapability(report: CallReport, component: string, reason: string): CallReport {
-  report.resolution = 'denied';
-  report.state = 'NO_RECORD';
-  report.observation = failed(`denied by capability (${component}): ${reason}`);
   return report;
 }
 
@@ -177,11 +210,18 @@ export async function countProposal(
   call: ProposedCall,
   issue: { field: string; rule: string } | null,
 ): Promise<void> {
-  if (call.call_id.endsWith('#compensate') || !patched(PATCH_RECORD_PROPOSED_CALLS)) return;
+  if (isCompensationCallId(call.call_id) || !patched(PATCH_RECORD_PROPOSED_CALLS)) return;
   await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
 
-async function awaitApproval(ctx: CallContext, report: CallReport, key: string, summary: string) {
+type Decision = { key: string; approver: string; decision: 'approve' | 'deny'; reason: string };
+
+/**
+ * A3: a human approves before the effect — unless the effect already happened (a repeat of a
+ * completed call needs no new approval: it replays). Returns null when no approval is needed.
+ */
+async function approvalFor(ctx: CallContext, report: CallReport, key: string, summary: string): Promise<Decision | null> {
+  if ((await lookupRecord({ key })).state === 'COMPLETED') return null;
   const { state, input } = ctx;
   const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   report.resolution = 'awaiting_approval';
@@ -192,151 +232,18 @@ async function awaitApproval(ctx: CallContext, report: CallReport, key: string, 
   );
   const decided = await condition(() => state.approvals.has(key), timeoutMs);
   state.awaitingApproval.delete(key);
-  const decision = decided
+  const decision: Decision = decided
     ? state.approvals.get(key)!
-    : { key, approver: 'settle', decision: 'deny' as const, reason: `no approval within ${timeoutMs} ms (approval timeout)` };
+    : { key, approver: 'settle', decision: 'deny', reason: `no approval within ${timeoutMs} ms (approval timeout)` };
   report.approval = { approver: decision.approver, decision: decision.decision, reason: decision.reason };
   report.resolution = 'pending';
   state.publish('running', `approval for ${key.slice(0, 8)}…: ${decision.decision} by ${decision.approver}`);
   return decision;
 }
 
-async function executeSettled(
-  ctx: CallContext,
-  report: CallReport,
-  key: string,
-  args: Record<string, unknown>,
-  summary: string,
-  approval: { approver: string; reason: string } | undefined,
-): Promise<void> {
-  const { state, input } = ctx;
-  const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
-  const backoffMs = (n: number) => Math.min((input.backoff?.initialMs ?? 1_000) * 2 ** n, input.backoff?.maxMs ?? 30_000);
-  const { executeToolCall } = proxyActivities<SettleActivities>({ startToCloseTimeout: '10 minutes' });
-
-  let notExecuted = 0;
-  let busyRounds = 0;
-  let settledBy: 'probe' | 'operator' | null = null;
-  /** The effect certainly did not happen: run again after a backoff, a bounded number of times. */
-  const retryOrGiveUp = async (detail: string): Promise<void> => {
-    if (++notExecuted >= MAX_NOT_EXECUTED) {
-      report.resolution = 'gave_up';
-      report.observation = failed(`not executed after ${notExecuted} attempts; last: ${detail}`);
-      return;
-    }
-    state.publish('running', `call ${key.slice(0, 8)}… not executed (${detail}); retrying`);
-    await sleep(backoffMs(notExecuted - 1));
-  };
-
-  while (report.resolution === 'pending') {
-    report.attempts++;
-    state.publish('running', `turn ${report.turn}: ${summary}`);
-    const outcome = await executeToolCall.executeWithOptions(
-      {
-        startToCloseTimeout: '10 minutes',
-        // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
-        heartbeatTimeout: leaseMs,
-        retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-        summary,
-      },
-      [
-        {
-          key,
-          turn: report.turn,
-          callId: report.callId,
-          tool: report.tool,
-          args,
-          workspace: input.workspace,
-          leaseMs,
-          network: input.network ?? false,
-          ...(approval ? { approval } : {}),
-          ...(input.capability ? { capability: input.capability } : {}),
-          ...(input.keyMode ? { keyMode: input.keyMode } : {}),
-        },
-      ],
-    );
-    switch (outcome.kind) {
-      case 'completed':
-        report.state = 'COMPLETED';
-        report.observation = outcome.result;
-        report.resolution =
-          settledBy === 'probe'
-            ? 'settled_by_probe'
-            : settledBy === 'operator'
-              ? 'settled_by_operator'
-              : outcome.replayed
-                ? 'replayed'
-                : 'executed';
-        break;
-      case 'busy':
-        report.state = 'IN_FLIGHT';
-        state.publish('running', `call ${key.slice(0, 8)}… is IN_FLIGHT elsewhere until ${outcome.leaseUntil}; retrying`);
-        await sleep(backoffMs(busyRounds++));
-        break;
-      case 'released':
-        report.state = 'NOT_EXECUTED';
-        await retryOrGiveUp(outcome.detail);
-        break;
-      case 'denied':
-        deniedByCapability(report, outcome.component, outcome.reason);
-        break;
-      case 'in_doubt': {
-        report.state = 'IN_DOUBT';
-        const settled = await settleInDoubt(ctx, key, report);
-        // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
-        settledBy = settled.state === 'COMPLETED' ? settled.by : null;
-        if (settled.state === 'NOT_EXECUTED') await retryOrGiveUp(`settled NOT_EXECUTED by ${settled.by}`);
-        break;
-      }
-    }
-  }
-  state.refresh(`turn ${report.turn}: ${report.tool} ${report.resolution}`);
-}
-
-/** Probes until the record leaves IN_DOUBT; escalates to an operator while the probe cannot tell. */
-async function settleInDoubt(
-  ctx: CallContext,
-  key: string,
-  report: CallReport,
-): Promise<{ by: 'probe' | 'operator'; state: RecordStateOrUnseen }> {
-  const { state, input } = ctx;
-  let round = 0;
-  while (true) {
-    state.publish('waiting_probe', `call ${key.slice(0, 8)}… IN_DOUBT: probing (round ${round + 1})`);
-    report.attempts++;
-    const probe = await probeToolCall({ key, workspace: input.workspace });
-    if (probe.state !== 'IN_DOUBT') {
-      report.state = probe.state;
-      return { by: 'probe', state: probe.state };
-    }
-    state.awaitingOperator.add(key);
-    state.publish(
-      'waiting_operator',
-      `call ${key.slice(0, 8)}… IN_DOUBT, probe says unknown (${probe.detail}). ` +
-        `Settle with: settle resolve ${key} --as applied|not-applied --operator NAME --reason TEXT`,
-    );
-    const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
-    if (await condition(() => state.operatorSettled.has(key), delayMs)) {
-      state.awaitingOperator.delete(key);
-      const settled = state.operatorSettled.get(key)!;
-      report.state = settled;
-      return { by: 'operator', state: settled };
-    }
-  }
-}
-
-/** The operator's verdict, applied by an activity (it writes the record). Used by the update handler. */
-export async function applyOperatorVerdict(
-  state: TrajectoryState,
-  s: { key: string; verdict: 'applied' | 'not_applied'; operator: string; reason: string },
-) {
-  const result = await settleByOperator(s);
-  if (result.state !== 'IN_DOUBT') state.operatorSettled.set(s.key, result.state as RecordStateOrUnseen);
-  return result;
-}
-
-export function describeArgs(args: Record<string, unknown>): string {
-  const target = args.path ?? args.command ?? args.pattern;
-  const text = typeof target === 'string' ? target : '';
-  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+function denied(report: CallReport, decision: Decision): CallReport {
+  report.resolution = 'denied';
+  report.state = 'NO_RECORD';
+  report.observation = failed(`denied by ${decision.approver}: ${decision.reason}`);
+  return report;
 }

@@ -6,65 +6,21 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
 import type { SideEffectLevel } from '../core/tools/catalog';
-import type { ModelConfig } from '../core/model/chat';
 import type { CapabilityToken } from '../core/capability/token';
 
-import type { ProposedCall } from '../core/calls';
-export type { ProposedCall };
-
-export interface ScriptedTurn {
-  turn: number;
-  calls: ProposedCall[];
-}
+import type { ModelDriver, ProposedCall, RunTurnInput, ScriptedTurn, TrajectoryInputSchema } from '../core/trajectory-input';
+import type { z } from 'zod';
+export type { ModelDriver, ProposedCall, RunTurnInput, ScriptedTurn };
 
 /**
- * How the trajectory is driven:
+ * What a trajectory accepts: the input contract in core/trajectory-input.ts (one zod schema for
+ * spec files, SettleClient.start, the workflow's own check and runTurn). How it is driven:
  * - `turns` given: run these turns, then complete (scripted);
  * - `model` given: the workflow asks the model for calls until a final answer or a limit;
  * - neither: orchestrator-driven — each turn arrives as a `runTurn` update until `finish`.
+ * `carried` is state handed over by continue-as-new; callers never set it.
  */
-export interface TrajectoryInput {
-  /** Absolute path of this trajectory's workspace directory. */
-  workspace: string;
-  turns?: ScriptedTurn[];
-  model?: ModelDriver;
-  /** Endpoint-record lease, renewed by heartbeats. Default 10 s. */
-  leaseMs?: number;
-  /** Backoff between retries of a busy or not-executed call: initial × 2^n, capped. Default 1 s, 30 s. */
-  backoff?: { initialMs?: number; maxMs?: number };
-  /** Whether sandboxed commands may use the network (until capabilities carry `connect`). Default false. */
-  network?: boolean;
-  /** How long an A3 call waits for `approveCall` before it is denied. Default 1 hour. */
-  approvalTimeoutMs?: number;
-  /** Raise tools' levels for this trajectory (e.g. require approval for every shell command). Lowering is refused. */
-  levelOverrides?: Record<string, SideEffectLevel>;
-  /** Parent trajectory id, for sub-agents (shown as a search attribute). */
-  parentTrajectoryId?: string;
-  /**
-   * `hmac`: keys are HMAC-SHA-256 with the secret in the worker's SETTLE_KEY_SECRET (DESIGN.md §1
-   * keyed mode), so other clients of an endpoint cannot guess them. Derived by a local activity —
-   * the secret never enters workflow code or history; the key still does. Default `sha256`.
-   */
-  keyMode?: 'sha256' | 'hmac';
-  /**
-   * The trajectory's signed capability (`settle cap mint`). Every call is checked against it in
-   * the activity; without one, calls are unrestricted within the workspace (development only).
-   */
-  capability?: CapabilityToken;
-  /** Continue-as-new once history passes this many events (default: when Temporal suggests it). */
-  maxHistoryEvents?: number;
-  /** State carried across continue-as-new; never set by callers. */
-  carried?: CarriedState;
-}
-
-export interface ModelDriver extends ModelConfig {
-  /** The task given to the model as the first user message. */
-  task: string;
-  /** Model turns before the trajectory stops. Default 20. */
-  maxTurns?: number;
-  /** Total tokens (as reported by the API) before the trajectory stops. Default unlimited. */
-  maxTotalTokens?: number;
-}
+export type TrajectoryInput = Omit<z.input<typeof TrajectoryInputSchema>, 'carried'> & { carried?: CarriedState };
 
 export type CallResolution =
   /** A0: read-only, run without an endpoint record. */
@@ -133,11 +89,6 @@ export interface CarriedState {
   /** Scripted: index of the next scripted turn. */
   nextScriptedTurn?: number;
   continuedAsNew: number;
-}
-
-export interface RunTurnInput {
-  turn: number;
-  calls: ProposedCall[];
 }
 
 export interface RunTurnResult {

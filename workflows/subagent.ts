@@ -1,5 +1,5 @@
 /**
- * Sub-agents as child workflows (DESIGN.md §5). DETERMINISTIC CODE ONLY (workflow sandbox).
+ * Sub-agents as child workflows (docs/design.md#sub-agents). DETERMINISTIC CODE ONLY (workflow sandbox).
  *
  * The child gets a readable id (`<parent>/sub-<n>`), a capability attenuated from the parent's
  * (signed by an activity: workflow code never sees a key) with its budget reserved from the
@@ -12,6 +12,7 @@ import type { SpawnSubagentArgs } from '../core/capability/subagent';
 import type { SettleActivities } from '../activities/index';
 import type { CallReport, TrajectoryInput, TrajectoryResult } from './definitions';
 import type { CallContext } from './call-pipeline';
+import type { trajectoryWorkflow } from './trajectory';
 
 const { attenuateCapability, closeChildBudget } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
@@ -63,7 +64,10 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
     ...(input.backoff ? { backoff: input.backoff } : {}),
   };
   try {
-    const result: TrajectoryResult = await executeChild('trajectoryWorkflow', { workflowId: childId, args: [childInput] });
+    const result: TrajectoryResult = await executeChild<typeof trajectoryWorkflow>('trajectoryWorkflow', {
+      workflowId: childId,
+      args: [childInput],
+    });
     report.resolution = 'executed';
     report.observation = ok(
       JSON.stringify({

@@ -1,14 +1,20 @@
 /**
- * A trajectory's in-memory state and how it shows to SREs: search attributes, current details,
- * queries. DETERMINISTIC CODE ONLY (workflow sandbox).
+ * A trajectory's in-memory state, the handlers that change it (updates, queries), and how it
+ * shows to SREs: search attributes, current details. DETERMINISTIC CODE ONLY (workflow sandbox).
+ *
+ * Handlers are methods here, as in Temporal's safe-message-handlers sample; trajectory.ts
+ * registers them. Handlers that need activities (runTurn, settleCall) are passed in there.
  */
-import { patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { InputError } from '../core/errors';
+import type { RecordStateOrUnseen } from '../core/records';
+import { RunTurnInputSchema } from '../core/trajectory-input';
+import { parseArgs } from '../core/validation';
+import type { ApproveCallInput, CallReport, CarriedState, FinishInput, RunTurnInput, SettleCallInput } from './definitions';
+import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS, type TrajectoryStatus } from './search-attributes';
 
 /** Patch id: search attributes are upserted only when their values change. */
 export const PATCH_UPSERT_ON_CHANGE = 'upsert-search-attributes-on-change-v1';
-import type { RecordStateOrUnseen } from '../core/records';
-import type { ApproveCallInput, CallReport, CarriedState } from './definitions';
-import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS, type TrajectoryStatus } from './search-attributes';
 
 export class TrajectoryState {
   readonly reports: CallReport[];
@@ -19,16 +25,77 @@ export class TrajectoryState {
   readonly awaitingOperator = new Set<string>();
   readonly operatorSettled = new Map<string, RecordStateOrUnseen>();
   /** A3 calls waiting for an approver, and the decisions received. */
-  readonly awaitingApproval = new Set<string>();
   readonly approvals = new Map<string, ApproveCallInput>();
+  readonly awaitingApproval = new Set<string>();
+  /** Set by the finish update; the orchestrator driver ends when it is set and no turn runs. */
+  finishRequest: FinishInput | null = null;
   waitingFor = 'starting';
   private status: TrajectoryStatus = 'running';
   private lastPublished: string | null = null;
+  /** runTurn updates run one at a time in arrival order: each takes a ticket and waits for it. */
+  private readonly turnQueue = { nextTicket: 0, serving: 0, running: 0 };
 
   constructor(carried?: CarriedState) {
     this.reports = carried?.reports ?? [];
     this.turnsDone = new Set(carried?.turnsDone ?? []);
   }
+
+  // ── updates and their validators ──────────────────────────────────────────────────────────
+
+  validateSettleCall(s: SettleCallInput): void {
+    requireKey(s?.key, this.awaitingOperator, 'waiting for an operator');
+    if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
+    requireText(s.operator, 'operator', 'a non-empty name');
+    requireText(s.reason, 'reason', 'a non-empty explanation');
+  }
+
+  validateApproveCall(a: ApproveCallInput): void {
+    requireKey(a?.key, this.awaitingApproval, 'waiting for approval');
+    if (a.decision !== 'approve' && a.decision !== 'deny') throw new InputError('decision', 'be approve or deny');
+    requireText(a.approver, 'approver', 'a non-empty name');
+    requireText(a.reason, 'reason', 'a non-empty explanation');
+  }
+
+  approveCall(a: ApproveCallInput): { decision: 'approve' | 'deny' } {
+    this.approvals.set(a.key, a);
+    return { decision: a.decision };
+  }
+
+  validateRunTurn(t: RunTurnInput): void {
+    if (this.finishRequest) throw new InputError('turn', 'arrive before finish (this trajectory is finishing)');
+    parseArgs(RunTurnInputSchema, t, '');
+  }
+
+  /** Runs `turn` after every turn that arrived before it has finished. */
+  async inTurnOrder<T>(turn: () => Promise<T>): Promise<T> {
+    // Chaining one handler's work onto a previous handler's promise does not replay
+    // deterministically; waiting for a ticket does.
+    const ticket = this.turnQueue.nextTicket++;
+    this.turnQueue.running++;
+    try {
+      await condition(() => this.turnQueue.serving === ticket);
+      return await turn();
+    } finally {
+      this.turnQueue.serving++;
+      this.turnQueue.running--;
+    }
+  }
+
+  get turnsRunning(): number {
+    return this.turnQueue.running;
+  }
+
+  validateFinish(f: FinishInput): void {
+    if (f?.outcome !== 'completed' && f?.outcome !== 'failed') throw new InputError('outcome', 'be completed or failed');
+    requireText(f.reason, 'reason', 'a non-empty explanation');
+  }
+
+  requestFinish(f: FinishInput): { accepted: true } {
+    this.finishRequest = f;
+    return { accepted: true };
+  }
+
+  // ── what SREs see ─────────────────────────────────────────────────────────────────────────
 
   /** Updates the search attributes and the current details shown in the Web UI. */
   publish(status: TrajectoryStatus, details: string): void {
@@ -52,4 +119,14 @@ export class TrajectoryState {
   refresh(details = this.waitingFor): void {
     this.publish(this.status, details);
   }
+}
+
+function requireKey(key: unknown, waiting: Set<string>, what: string): void {
+  if (typeof key !== 'string' || !waiting.has(key)) {
+    throw new InputError('key', `name a call of this trajectory that is ${what} (got ${JSON.stringify(key)})`);
+  }
+}
+
+function requireText(value: unknown, field: string, rule: string): void {
+  if (typeof value !== 'string' || !value.trim()) throw new InputError(field, `be ${rule}`);
 }

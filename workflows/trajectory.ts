@@ -7,6 +7,7 @@
  * On failure or cancellation, completed A2 calls are compensated in reverse order.
  * Long trajectories continue-as-new with their state, so nothing is lost or repeated.
  */
+import { FAILURE } from '../core/failures';
 import {
   ApplicationFailure,
   CancellationScope,
@@ -24,10 +25,13 @@ import { InputError } from '../core/errors';
 import { parseToolArguments } from '../core/json-text';
 import type { ChatMessage } from '../core/model/chat';
 import { failed, type Observation } from '../core/observation';
-import { CATALOG, isToolName, publishedCatalog, type SideEffectLevel } from '../core/tools/catalog';
-import { compensationCallId, compensationFor } from '../core/tools/compensation';
+import { publishedCatalog } from '../core/tools/catalog';
+import { TrajectoryInputSchema } from '../core/trajectory-input';
+import { parseArgs } from '../core/validation';
+import { compensationCallId, compensationFor, isCompensationCallId } from '../core/tools/compensation';
 import type { SettleActivities } from '../activities/index';
-import { applyOperatorVerdict, countProposal, runCall, type CallContext } from './call-pipeline';
+import { countProposal, runCall, type CallContext } from './call-pipeline';
+import { applyOperatorVerdict } from './settled-call';
 import {
   approveCallUpdate,
   callsQuery,
@@ -35,12 +39,15 @@ import {
   runTurnUpdate,
   settleCallUpdate,
   waitingForQuery,
+  type ApproveCallInput,
   type CallReport,
   type CarriedState,
   type CompensationReport,
   type FinishInput,
   type ProposedCall,
   type RunTurnInput,
+  type RunTurnResult,
+  type SettleCallInput,
   type TrajectoryInput,
   type TrajectoryResult,
 } from './definitions';
@@ -49,7 +56,6 @@ import { TrajectoryState } from './trajectory-state';
 
 export * from './definitions';
 
-const MAX_CALLS_PER_TURN = 64;
 const DEFAULT_MODEL_TURNS = 20;
 /** Model arguments parsed as strict I-JSON (core/json-text.ts); histories from before parsed them with JSON.parse. */
 const PATCH_STRICT_TOOL_ARGUMENTS = 'strict-tool-arguments-v1';
@@ -64,72 +70,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   assertValidInput(input);
   const state = new TrajectoryState(input.carried);
   const ctx: CallContext = { trajectoryId, input, state };
-  // Mutated by update handlers; an object so the compiler does not narrow it to its initial value.
-  const control: { finish: FinishInput | null; runningTurns: number; nextTicket: number; serving: number } = {
-    finish: null,
-    runningTurns: 0,
-    nextTicket: 0,
-    serving: 0,
-  };
-
-  setHandler(callsQuery, () => state.reports);
-  setHandler(waitingForQuery, () => state.waitingFor);
-  setHandler(settleCallUpdate, (s) => applyOperatorVerdict(state, s), {
-    validator: (s) => {
-      requireKey(s?.key, state.awaitingOperator, 'waiting for an operator');
-      if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
-      requireText(s.operator, 'operator', 'a non-empty name');
-      requireText(s.reason, 'reason', 'a non-empty explanation');
-    },
-  });
-  setHandler(
-    approveCallUpdate,
-    (a) => {
-      state.approvals.set(a.key, a);
-      return { decision: a.decision };
-    },
-    {
-      validator: (a) => {
-        requireKey(a?.key, state.awaitingApproval, 'waiting for approval');
-        if (a.decision !== 'approve' && a.decision !== 'deny') throw new InputError('decision', 'be approve or deny');
-        requireText(a.approver, 'approver', 'a non-empty name');
-        requireText(a.reason, 'reason', 'a non-empty explanation');
-      },
-    },
-  );
-  setHandler(
-    runTurnUpdate,
-    async (t) => {
-      // Turns run one at a time, in arrival order: each handler waits for its ticket. (Chaining
-      // one handler's work onto a previous handler's promise does not replay deterministically.)
-      const ticket = control.nextTicket++;
-      control.runningTurns++;
-      try {
-        await condition(() => control.serving === ticket);
-        const calls: CallReport[] = [];
-        for (const call of t.calls) calls.push(await runCall(ctx, t.turn, call));
-        state.turnsDone.add(t.turn);
-        return { turn: t.turn, calls };
-      } finally {
-        control.serving++;
-        control.runningTurns--;
-      }
-    },
-    { validator: (t) => validateTurn(t, control.finish) },
-  );
-  setHandler(
-    finishUpdate,
-    (f) => {
-      control.finish = f;
-      return { accepted: true as const };
-    },
-    {
-      validator: (f) => {
-        if (f?.outcome !== 'completed' && f?.outcome !== 'failed') throw new InputError('outcome', 'be completed or failed');
-        requireText(f.reason, 'reason', 'a non-empty explanation');
-      },
-    },
-  );
+  installHandlers(ctx);
 
   if (input.parentTrajectoryId) upsertSearchAttributes([{ key: SA_PARENT_TRAJECTORY, value: input.parentTrajectoryId }]);
   state.publish('running', 'starting');
@@ -143,10 +84,10 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       reason = await driveByScript(ctx, input);
     } else {
       state.publish('running', 'waiting for the orchestrator: runTurn updates, then finish');
-      await condition(() => control.finish !== null || (control.runningTurns === 0 && shouldContinueAsNew(input)));
-      if (!control.finish) return await continueWithState(input, state);
-      await condition(() => control.runningTurns === 0);
-      reason = control.finish.reason;
+      await condition(() => state.finishRequest !== null || (state.turnsRunning === 0 && shouldContinueAsNew(input)));
+      if (!state.finishRequest) return await continueWithState(input, state);
+      await condition(() => state.turnsRunning === 0);
+      reason = state.finishRequest.reason;
     }
   } catch (err) {
     if (isCancellation(err)) {
@@ -157,12 +98,12 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
     throw err;
   }
 
-  if (control.finish?.outcome === 'failed') {
+  if (state.finishRequest?.outcome === 'failed') {
     const compensations = await compensate(ctx, 'failed');
     state.publish('failed', `failed: ${reason}; ${compensations.length} compensation(s) run`);
     await condition(allHandlersFinished);
     throw ApplicationFailure.create({
-      type: 'SettleTrajectoryFailed',
+      type: FAILURE.TrajectoryFailed,
       message: `trajectory failed: ${reason}`,
       nonRetryable: true,
       details: [{ trajectoryId, outcome: 'failed', calls: state.reports, reason, compensations } satisfies TrajectoryResult],
@@ -171,6 +112,28 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   state.publish('completed', `completed ${state.reports.length} calls: ${reason}`);
   await condition(allHandlersFinished);
   return { trajectoryId, outcome: 'completed', calls: state.reports, finalAnswer, reason };
+}
+
+/** Registers the queries and updates; their logic lives in TrajectoryState and call-pipeline.ts. */
+function installHandlers(ctx: CallContext): void {
+  const { state } = ctx;
+  setHandler(callsQuery, () => state.reports, {
+    description: 'Every call so far: key, level, record state, resolution, attempts, observation.',
+  });
+  setHandler(waitingForQuery, () => state.waitingFor, {
+    description: 'What the trajectory waits for now, with the command that unblocks it.',
+  });
+  setHandler(settleCallUpdate, (s) => applyOperatorVerdict(state, s), { validator: (s: SettleCallInput) => state.validateSettleCall(s) });
+  setHandler(approveCallUpdate, (a) => state.approveCall(a), { validator: (a: ApproveCallInput) => state.validateApproveCall(a) });
+  setHandler(runTurnUpdate, (t) => state.inTurnOrder(() => runTurn(ctx, t)), { validator: (t: RunTurnInput) => state.validateRunTurn(t) });
+  setHandler(finishUpdate, (f) => state.requestFinish(f), { validator: (f: FinishInput) => state.validateFinish(f) });
+}
+
+async function runTurn(ctx: CallContext, t: RunTurnInput): Promise<RunTurnResult> {
+  const calls: CallReport[] = [];
+  for (const call of t.calls) calls.push(await runCall(ctx, t.turn, call));
+  ctx.state.turnsDone.add(t.turn);
+  return { turn: t.turn, calls };
 }
 
 async function driveByScript(ctx: CallContext, input: TrajectoryInput): Promise<string> {
@@ -249,7 +212,7 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
       r.key !== null &&
       r.state === 'COMPLETED' &&
       r.observation?.exit_status === 0 &&
-      !r.callId.endsWith('#compensate') &&
+      !isCompensationCallId(r.callId) &&
       !r.compensatedBy,
   );
   for (const original of candidates.reverse()) {
@@ -260,11 +223,12 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
       continue;
     }
     ctx.state.publish('running', `trajectory ${why}: compensating ${original.tool} ${original.key!.slice(0, 8)}…`);
-    const report = await runCall(ctx, original.turn, {
-      call_id: compensationCallId({ call_id: original.callId }),
-      tool: plan.tool,
-      args: plan.args,
-    });
+    const report = await runCall(
+      ctx,
+      original.turn,
+      { call_id: compensationCallId({ call_id: original.callId }), tool: plan.tool, args: plan.args },
+      'compensation',
+    );
     original.compensatedBy = report.key;
     done.push({ forKey: original.key!, tool: plan.tool, key: report.key, resolution: report.resolution, observation: report.observation });
   }
@@ -288,42 +252,12 @@ async function continueWithState(input: TrajectoryInput, state: TrajectoryState,
   return continueAsNew<typeof trajectoryWorkflow>({ ...input, carried });
 }
 
+/** The input contract (core/trajectory-input.ts); a broken input fails the run at once, naming the field. */
 function assertValidInput(input: TrajectoryInput): void {
-  const fail = (field: string, rule: string) => {
-    throw ApplicationFailure.nonRetryable(new InputError(field, rule).message, 'SettleInvalidInput');
-  };
-  if (!input || typeof input.workspace !== 'string' || !input.workspace.startsWith('/')) fail('workspace', 'be an absolute path');
-  if (input.turns && input.model) fail('turns', 'not be given together with model (choose one driver)');
-  for (const [tool, level] of Object.entries(input.levelOverrides ?? {})) {
-    if (!isToolName(tool)) fail(`levelOverrides.${tool}`, 'name a catalog tool');
-    const order: SideEffectLevel[] = ['A0', 'A1', 'A2', 'A3'];
-    if (!order.includes(level)) fail(`levelOverrides.${tool}`, 'be one of A0, A1, A2, A3');
-    if (order.indexOf(level) < order.indexOf(CATALOG[tool as keyof typeof CATALOG].level)) {
-      fail(`levelOverrides.${tool}`, `not lower the level (${CATALOG[tool as keyof typeof CATALOG].level} → ${level})`);
-    }
+  try {
+    parseArgs(TrajectoryInputSchema, input, 'input');
+  } catch (err) {
+    if (err instanceof InputError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.InvalidInput);
+    throw err;
   }
-}
-
-function validateTurn(t: RunTurnInput, finishRequest: FinishInput | null): void {
-  if (finishRequest) throw new InputError('turn', 'arrive before finish (this trajectory is finishing)');
-  if (!t || !Number.isSafeInteger(t.turn) || t.turn < 0) throw new InputError('turn', `be an integer ≥ 0 (got ${JSON.stringify(t?.turn)})`);
-  if (!Array.isArray(t.calls) || t.calls.length < 1 || t.calls.length > MAX_CALLS_PER_TURN) {
-    throw new InputError('calls', `be an array of 1 to ${MAX_CALLS_PER_TURN} calls`);
-  }
-  t.calls.forEach((c, i) => {
-    if (!c || typeof c !== 'object') throw new InputError(`calls[${i}]`, 'be an object');
-    if (typeof c.call_id !== 'string' || !c.call_id) throw new InputError(`calls[${i}].call_id`, 'be a non-empty string');
-    if (typeof c.tool !== 'string') throw new InputError(`calls[${i}].tool`, 'be a string');
-    if (!c.args || typeof c.args !== 'object' || Array.isArray(c.args)) throw new InputError(`calls[${i}].args`, 'be an object');
-  });
-}
-
-function requireKey(key: unknown, waiting: Set<string>, what: string): void {
-  if (typeof key !== 'string' || !waiting.has(key)) {
-    throw new InputError('key', `name a call of this trajectory that is ${what} (got ${JSON.stringify(key)})`);
-  }
-}
-
-function requireText(value: unknown, field: string, rule: string): void {
-  if (typeof value !== 'string' || !value.trim()) throw new InputError(field, `be ${rule}`);
 }

@@ -1,5 +1,5 @@
 /**
- * Attenuation (DESIGN.md §5): a child capability may only narrow its parent's. It needs the key,
+ * Attenuation (docs/design.md#attenuation): a child capability may only narrow its parent's. It needs the key,
  * so it is an activity; the child's budget is reserved from the parent's remaining budget in
  * Postgres in the same step, and returns when the child ends.
  */

@@ -1,5 +1,5 @@
 /**
- * The capability check at every access, in the activity (DESIGN.md §5): format, key id,
+ * The capability check at every access, in the activity (docs/design.md#checks-at-every-access): format, key id,
  * signature (constant time), audience = the executing workflow id, expiry on this worker's
  * clock, right, objects (segment-wise, NFC, then symlinks resolved), per-call cost, and the
  * budget — charged once per call key in Postgres.

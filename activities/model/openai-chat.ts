@@ -4,6 +4,7 @@
  * The API key is read here, in the activity, from the worker's environment variable that the
  * configuration names; it never appears in workflow input, history or logs.
  */
+import { FAILURE } from '../../core/failures';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ChatMessage, ChatToolCall, ModelConfig, ModelReply } from '../../core/model/chat';
 import type { PublishedTool } from '../../core/tools/catalog';
@@ -24,7 +25,7 @@ export async function callChatCompletions(request: ModelRequest, env: NodeJS.Pro
     if (!key) {
       throw ApplicationFailure.nonRetryable(
         `model.apiKeyEnv: environment variable ${config.apiKeyEnv} must be set on the worker`,
-        'SettleModelConfig',
+        FAILURE.ModelConfig,
       );
     }
     headers.authorization = `Bearer ${key}`;
@@ -51,7 +52,7 @@ export async function callChatCompletions(request: ModelRequest, env: NodeJS.Pro
     const failure = `model server ${url} answered ${response.status}: ${text.slice(0, 500)}`;
     // 4xx (except 408/429) will not get better by retrying.
     if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
-      throw ApplicationFailure.nonRetryable(failure, 'SettleModelRejected');
+      throw ApplicationFailure.nonRetryable(failure, FAILURE.ModelRejected);
     }
     throw new Error(failure);
   }

@@ -91,7 +91,7 @@ export async function runSettled<Args, Intent, Result>(
 }
 
 /**
- * Applies a probe verdict to an IN_DOUBT record (DESIGN.md §3): applied → COMPLETED,
+ * Applies a probe verdict to an IN_DOUBT record (docs/design.md#probes): applied → COMPLETED,
  * not applied → NOT_EXECUTED, unknown → stays IN_DOUBT. Fenced by the generation read.
  */
 export async function applyProbe<Result>(

@@ -1,5 +1,5 @@
 /**
- * What a side-effecting tool provides so the runtime can settle its calls (DESIGN.md §2–§3).
+ * What a side-effecting tool provides so the runtime can settle its calls (docs/design.md#intent-before-effect).
  */
 import type { ProbeVerdict } from '../../core/records';
 
@@ -24,7 +24,7 @@ export interface ExecutionContext {
   generation: number;
   /**
    * Throws LeaseLost unless this executor still holds its lease with margin to spare. Call it
-   * immediately before the effect (DESIGN.md §2: an executor acts only while it holds its lease).
+   * immediately before the effect (docs/design.md#fencing-and-leases: an executor acts only while it holds its lease).
    */
   assertLeaseHeld(): void;
 }

@@ -1,5 +1,5 @@
 /**
- * The endpoint-record store (DESIGN.md §2) on Kysely + Postgres.
+ * The endpoint-record store (docs/design.md#endpoint-records) on Kysely + Postgres.
  *
  * Every operation is ONE SQL statement (statements.ts). State changes are data-modifying CTEs
  * that also append the audit event, so the record and its event commit together (same

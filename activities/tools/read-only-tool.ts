@@ -1,4 +1,4 @@
-/** A0 tools: read-only, so no endpoint record; a retry simply reads again (DESIGN.md §4). */
+/** A0 tools: read-only, so no endpoint record; a retry simply reads again (docs/design.md#side-effect-levels). */
 import type { Observation } from '../../core/observation';
 import type { ToolEnv } from '../settled/settled-tool';
 

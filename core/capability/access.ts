@@ -1,5 +1,5 @@
 /**
- * What each tool call asks of a capability: the right, the target and the cost (DESIGN.md §5).
+ * What each tool call asks of a capability: the right, the target and the cost (docs/design.md#checks-at-every-access).
  * file_view and grep_search read; file_edit writes; bash_execute executes in the workspace; the
  * sandbox gets the network only with the `connect` right.
  */

@@ -1,5 +1,5 @@
 /**
- * The pure rules of capabilities (DESIGN.md §5): what a token allows, and what a child may be
+ * The pure rules of capabilities (docs/design.md#capabilities): what a token allows, and what a child may be
  * given. Signature, key id, symlinks and budget need the runtime (activities/capability/);
  * everything decidable from the body alone is here, shared by workflow pre-checks and activities.
  */

@@ -1,12 +1,9 @@
 /** `spawn_subagent` arguments: the sub-agent's task and the narrower capability it receives. */
 import { z } from 'zod';
+import { ScriptedTurnSchema } from '../trajectory-input';
 import { ObjectSpec, RIGHTS } from './token';
 
 export const SPAWN_SUBAGENT = 'spawn_subagent';
-
-const ScriptedCall = z
-  .object({ call_id: z.string().min(1).max(255), tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()) })
-  .strict();
 
 export const SpawnSubagentArgs = z
   .object({
@@ -31,7 +28,7 @@ export const SpawnSubagentArgs = z
       .max(7 * 24 * 3600_000)
       .describe('Lifetime in milliseconds, capped at this trajectory’s expiry.'),
     turns: z
-      .array(z.object({ turn: z.number().int().min(0), calls: z.array(ScriptedCall).min(1).max(64) }).strict())
+      .array(ScriptedTurnSchema)
       .max(1000)
       .optional()
       .describe('Scripted turns for the sub-agent; absent: it is model-driven with this trajectory’s model.'),

@@ -1,5 +1,5 @@
 /**
- * Capabilities C = (R, O, P, E) as signed JSON tokens (DESIGN.md §5).
+ * Capabilities C = (R, O, P, E) as signed JSON tokens (docs/design.md#capability-tokens).
  *
  *   token = { body, sig }     sig = base64url HMAC-SHA-256(key[kid], JCS(body))
  *

@@ -1,5 +1,5 @@
 /**
- * The tool-definition linter (DESIGN.md §6): the five schema rules of the source text and the
+ * The tool-definition linter (docs/design.md#typed-tool-interface): the five schema rules of the source text and the
  * anti-patterns of its table, over definitions in any of the usual formats. Pure: no I/O.
  */
 import { assertJsonDepth } from '../json-text';

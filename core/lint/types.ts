@@ -4,7 +4,7 @@
 export type Severity = 'error' | 'warning';
 
 export const RULE_IDS = [
-  // The five schema rules of the source text (DESIGN.md §6).
+  // The five schema rules of the source text (docs/design.md#typed-tool-interface).
   'closed-objects',
   'required-fields',
   'bounded-types',

@@ -1,6 +1,6 @@
 /**
  * The tool catalog as both sides see it: each tool defined once by its zod argument model, its
- * description and its side-effect annotation (DESIGN.md §4). The JSON Schema published to
+ * description and its side-effect annotation (docs/design.md#side-effect-levels). The JSON Schema published to
  * models is generated from the same model the runtime validates with, so they cannot drift.
  * Levels come from this registry only, never from annotations supplied by a tool server.
  */
@@ -15,6 +15,18 @@ export type SideEffectAnnotation = 'read-only' | 'idempotent' | 'reversible' | '
 
 /** A0 read-only · A1 idempotent · A2 reversible side effect · A3 destructive/irreversible. */
 export type SideEffectLevel = 'A0' | 'A1' | 'A2' | 'A3';
+
+/** Levels from least to most guarded. The one place their order is defined. */
+export const LEVEL_ORDER: readonly SideEffectLevel[] = ['A0', 'A1', 'A2', 'A3'];
+
+export function isSideEffectLevel(value: unknown): value is SideEffectLevel {
+  return typeof value === 'string' && (LEVEL_ORDER as readonly string[]).includes(value);
+}
+
+/** Whether `level` is at least as guarded as `floor`. */
+export function levelAtLeast(level: SideEffectLevel, floor: SideEffectLevel): boolean {
+  return LEVEL_ORDER.indexOf(level) >= LEVEL_ORDER.indexOf(floor);
+}
 
 export const LEVEL_OF: Record<SideEffectAnnotation, SideEffectLevel> = {
   'read-only': 'A0',
@@ -45,6 +57,13 @@ export type ToolName = keyof typeof CATALOG;
 
 export function isToolName(name: string): name is ToolName {
   return Object.prototype.hasOwnProperty.call(CATALOG, name);
+}
+
+/** The level a tool runs at in a trajectory: the catalog's, or a higher override (never lower). */
+export function effectiveLevel(tool: ToolName, overrides: Partial<Record<string, SideEffectLevel>> | undefined): SideEffectLevel {
+  const base = CATALOG[tool].level;
+  const override = overrides?.[tool];
+  return override && levelAtLeast(override, base) ? override : base;
 }
 
 /** A tool definition exactly as published to a model. */

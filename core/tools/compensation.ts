@@ -27,7 +27,14 @@ export function compensationFor(tool: string, args: Record<string, unknown>): Co
   }
 }
 
+/** Reserved call-id suffix: only the runtime's own compensations carry it (callers' ids may not). */
+export const COMPENSATION_SUFFIX = '#compensate';
+
 /** The call id of a compensation, derived so a retried compensation has the same key. */
 export function compensationCallId(call: Pick<ProposedCall, 'call_id'>): string {
-  return `${call.call_id}#compensate`;
+  return `${call.call_id}${COMPENSATION_SUFFIX}`;
+}
+
+export function isCompensationCallId(callId: string): boolean {
+  return callId.endsWith(COMPENSATION_SUFFIX);
 }

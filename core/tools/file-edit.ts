@@ -27,7 +27,7 @@ export const FileEditArgs = z
 
 export type FileEditArgs = z.output<typeof FileEditArgs>;
 
-/** Facts recorded before the effect, so a probe can decide later (DESIGN.md §2 "intent before effect"). */
+/** Facts recorded before the effect, so a probe can decide later (docs/design.md#intent-before-effect). */
 export interface FileEditIntent {
   path: string;
   sha256_before: string;

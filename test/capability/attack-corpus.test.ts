@@ -1,5 +1,5 @@
 /**
- * The capability attack corpus (DESIGN.md §5): every case denied with the right component, the
+ * The capability attack corpus (docs/design.md#capabilities): every case denied with the right component, the
  * legitimate ones allowed. Real files (symlinks), real Postgres (budgets).
  */
 import fs from 'node:fs';

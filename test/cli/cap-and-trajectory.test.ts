@@ -155,7 +155,7 @@ describe('settle start / status', () => {
     fs.writeFileSync(
       spec,
       JSON.stringify({
-        trajectory_id: id,
+        trajectoryId: id,
         workspace: ws,
         turns: [{ turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: `${ws}/a.txt`, offset: 1, limit: 5 } }] }],
       }),
@@ -196,15 +196,15 @@ describe('settle start / status', () => {
     ).toBe(0);
     const wrongAudience = settle(['start', spec, '--cap', cap], env);
     expect(wrongAudience.code).toBe(2);
-    expect(wrongAudience.stderr.trim()).toBe('settle: spec.capability must be issued to trajectory_id (its body.aud)');
+    expect(wrongAudience.stderr.trim()).toBe('settle: spec.capability must be issued to trajectoryId (its body.aud)');
 
     fs.writeFileSync(
       spec,
-      JSON.stringify({ trajectory_id: id, workspace: ws, turns: [], model: { base_url: 'http://127.0.0.1:1/v1', model: 'm', task: 't' } }),
+      JSON.stringify({ trajectoryId: id, workspace: ws, turns: [], model: { baseUrl: 'http://127.0.0.1:1/v1', model: 'm', task: 't' } }),
     );
     const both = settle(['start', spec], env); // rejected before any Temporal call
     expect(both.code).toBe(2);
-    expect(both.stderr.trim()).toBe('settle: spec.model must give either turns or model, not both');
+    expect(both.stderr.trim()).toBe('settle: spec.model must not be given together with turns (choose one driver)');
   });
 
   it('reads the spec as strict I-JSON: a repeated member, a rounded number or invalid UTF-8 exits 2 before anything starts', () => {

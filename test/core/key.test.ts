@@ -1,4 +1,4 @@
-/** Key derivation (DESIGN.md §1): canonical, unambiguous, validated. */
+/** Key derivation (docs/design.md#key-derivation): canonical, unambiguous, validated. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sha256 } from '@noble/hashes/sha2.js';

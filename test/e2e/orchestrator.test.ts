@@ -70,7 +70,7 @@ describe('orchestrator-driven trajectory', () => {
 
     // A malformed turn is refused by the update validator, naming the field.
     await expect(settle.runTurn(id, -1, calls)).rejects.toMatchObject({
-      cause: { message: expect.stringMatching(/turn must be an integer ≥ 0/) },
+      cause: { message: 'turn must be at least 0 (got -1)' },
     });
 
     await settle.finish(id, 'completed', 'done');
@@ -179,12 +179,16 @@ describe('orchestrator-driven trajectory', () => {
     expect(records.map((r) => [r.state, r.generation])).toEqual(Array(8).fill(['COMPLETED', 1]));
   });
 
-  it('refuses an override that would lower a tool’s level', async () => {
+  it('refuses an override that would lower a tool’s level: the client before starting, the workflow if started anyway', async () => {
     const { ws } = workspace();
     const id = uniqueId('lower');
-    await settle.start(id, { workspace: ws, levelOverrides: { file_edit: 'A0' } });
+    const lowering = { workspace: ws, levelOverrides: { file_edit: 'A0' as const } };
+    await expect(settle.start(id, lowering)).rejects.toThrow('input.levelOverrides.file_edit must not lower the level (A2 → A0)');
+    await expect(settle.handle(id).describe()).rejects.toThrow(/not found/);
+    // A caller that bypasses the client meets the same contract inside the workflow.
+    await settle.client.workflow.start('trajectoryWorkflow', { taskQueue: settle.taskQueue, workflowId: id, args: [lowering] });
     await expect(settle.result(id)).rejects.toMatchObject({
-      cause: { message: 'levelOverrides.file_edit must not lower the level (A2 → A0)' },
+      cause: { type: 'SettleInvalidInput', message: 'input.levelOverrides.file_edit must not lower the level (A2 → A0)' },
     });
   });
 

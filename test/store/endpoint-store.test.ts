@@ -1,5 +1,5 @@
 /**
- * The endpoint-record rules of DESIGN.md §2 against real Postgres.
+ * The endpoint-record rules of docs/design.md#endpoint-records against real Postgres.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { deriveKey } from '../../core/key';

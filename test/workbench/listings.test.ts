@@ -1,6 +1,6 @@
 /**
- * The source text's listings through the linter, verbatim (fixtures copied from
- * ../shared/seed, 列表 1 and 列表 5), and our own published catalog.
+ * The source text's listings through the linter, verbatim (fixtures copied from its 列表 1 and
+ * 列表 5; see docs/design.md#typed-tool-interface), and our own published catalog.
  *
  * Both listings are introduced as following the five rules; both leave strings (and one
  * integer) without an upper bound, which is rule 3. Nothing else fires.

@@ -1,0 +1,30 @@
+/**
+ * Every `ApplicationFailure` type settle raises, in one place: orchestrators and alerts match on
+ * these strings (they show as the failure type in the Temporal Web UI), so they are API.
+ * Plain data: workflow code and activities import it alike.
+ */
+export const FAILURE = {
+  /** The trajectory input broke the input contract (core/trajectory-input.ts); nothing ran. */
+  InvalidInput: 'SettleInvalidInput',
+  /** `finish(…, 'failed')`: compensators ran; details carry the TrajectoryResult. */
+  TrajectoryFailed: 'SettleTrajectoryFailed',
+  /** An activity that needs a workflow context ran outside one. */
+  NoWorkflow: 'SettleNoWorkflow',
+  /** The activity re-derived a different key than the workflow sent: refused, nothing claimed. */
+  KeyMismatch: 'SettleKeyMismatch',
+  /** A probe or operator settlement named a key with no endpoint record. */
+  NoRecord: 'SettleNoRecord',
+  UnknownTool: 'SettleUnknownTool',
+  /** A read-only tool reached the settled path or the reverse. */
+  WrongLevel: 'SettleWrongLevel',
+  /** Arguments that passed the workflow's validation failed the activity's (version skew). */
+  InvalidArgs: 'SettleInvalidArgs',
+  /** keyMode 'hmac' on a worker without a usable SETTLE_KEY_SECRET. */
+  KeySecret: 'SettleKeySecret',
+  /** The model driver's configuration cannot work on this worker (e.g. its API key variable). */
+  ModelConfig: 'SettleModelConfig',
+  /** The model server refused the request for good (4xx other than rate limits). */
+  ModelRejected: 'SettleModelRejected',
+} as const;
+
+export type FailureType = (typeof FAILURE)[keyof typeof FAILURE];

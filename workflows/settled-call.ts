@@ -1,0 +1,210 @@
+/**
+ * The settled execution of one A2/A3 call: attempt it through its endpoint record until it
+ * resolves. DETERMINISTIC CODE ONLY (workflow sandbox).
+ *
+ *   attempt ─ completed ─────────────────────────────────▶ resolved (executed · replayed · settled)
+ *           ├ busy (another executor holds the lease) ──▶ back off, attempt again
+ *           ├ released (proved not executed) ───────────▶ back off, attempt again (at most 5 times)
+ *           ├ denied (capability) ──────────────────────▶ resolved (denied)
+ *           └ in doubt ─▶ probe ─ applied ──────────────▶ attempt again (replays the settled result)
+ *                               ├ not applied ──────────▶ back off, attempt again
+ *                               └ unknown ──▶ operator (re-probing meanwhile)
+ *
+ * Nothing here guesses about an effect it cannot see (docs/design.md#probes).
+ */
+import { condition, proxyActivities, sleep } from '@temporalio/workflow';
+import { failed } from '../core/observation';
+import type { CallOutcome, RecordStateOrUnseen } from '../core/records';
+import type { Observation } from '../core/observation';
+import type { SettleActivities } from '../activities/index';
+import type { CallReport } from './definitions';
+import type { CallContext } from './call-pipeline';
+import type { TrajectoryState } from './trajectory-state';
+
+export const DEFAULT_LEASE_MS = 10_000;
+/** Executions that ended certainly-not-executed (released, or settled NOT_EXECUTED) before giving up. */
+const MAX_NOT_EXECUTED = 5;
+
+const { executeToolCall } = proxyActivities<SettleActivities>({ startToCloseTimeout: '10 minutes' });
+const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/** Who settled an IN_DOUBT record, and to what. */
+interface Settlement {
+  by: 'probe' | 'operator';
+  state: RecordStateOrUnseen;
+}
+
+export class SettledCall {
+  private notExecuted = 0;
+  private busyRounds = 0;
+  /** Set when the last IN_DOUBT was settled COMPLETED: the next attempt replays that result. */
+  private settledBy: Settlement['by'] | null = null;
+
+  constructor(
+    private readonly ctx: CallContext,
+    private readonly report: CallReport,
+    private readonly key: string,
+    private readonly args: Record<string, unknown>,
+    private readonly summary: string,
+    private readonly approval: { approver: string; reason: string } | undefined,
+  ) {}
+
+  private get state(): TrajectoryState {
+    return this.ctx.state;
+  }
+
+  /** Attempts the call until it resolves; the report carries the outcome. */
+  async run(): Promise<void> {
+    while (this.report.resolution === 'pending') {
+      const outcome = await this.attempt();
+      switch (outcome.kind) {
+        case 'completed':
+          this.completed(outcome.result, outcome.replayed);
+          break;
+        case 'busy':
+          await this.busy(outcome.leaseUntil);
+          break;
+        case 'released':
+          this.report.state = 'NOT_EXECUTED';
+          await this.retryOrGiveUp(outcome.detail);
+          break;
+        case 'denied':
+          deniedByCapability(this.report, outcome.component, outcome.reason);
+          break;
+        case 'in_doubt':
+          await this.inDoubt();
+          break;
+      }
+    }
+    this.state.refresh(`turn ${this.report.turn}: ${this.report.tool} ${this.report.resolution}`);
+  }
+
+  /** One activity execution: claim → plan → intent → effect → complete, on some worker. */
+  private attempt(): Promise<CallOutcome<Observation>> {
+    const { input } = this.ctx;
+    const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
+    this.report.attempts++;
+    this.state.publish('running', `turn ${this.report.turn}: ${this.summary}`);
+    return executeToolCall.executeWithOptions(
+      {
+        startToCloseTimeout: '10 minutes',
+        // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
+        heartbeatTimeout: leaseMs,
+        retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+        summary: this.summary,
+      },
+      [
+        {
+          key: this.key,
+          turn: this.report.turn,
+          callId: this.report.callId,
+          tool: this.report.tool,
+          args: this.args,
+          workspace: input.workspace,
+          leaseMs,
+          network: input.network ?? false,
+          ...(this.approval ? { approval: this.approval } : {}),
+          ...(input.capability ? { capability: input.capability } : {}),
+          ...(input.keyMode ? { keyMode: input.keyMode } : {}),
+        },
+      ],
+    );
+  }
+
+  private completed(result: Observation, replayed: boolean): void {
+    this.report.state = 'COMPLETED';
+    this.report.observation = result;
+    this.report.resolution =
+      this.settledBy === 'probe'
+        ? 'settled_by_probe'
+        : this.settledBy === 'operator'
+          ? 'settled_by_operator'
+          : replayed
+            ? 'replayed'
+            : 'executed';
+  }
+
+  private async busy(leaseUntil: string): Promise<void> {
+    this.report.state = 'IN_FLIGHT';
+    this.state.publish('running', `call ${this.short}… is IN_FLIGHT elsewhere until ${leaseUntil}; retrying`);
+    await sleep(this.backoffMs(this.busyRounds++));
+  }
+
+  private async inDoubt(): Promise<void> {
+    this.report.state = 'IN_DOUBT';
+    const settled = await this.settleInDoubt();
+    // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
+    this.settledBy = settled.state === 'COMPLETED' ? settled.by : null;
+    if (settled.state === 'NOT_EXECUTED') await this.retryOrGiveUp(`settled NOT_EXECUTED by ${settled.by}`);
+  }
+
+  /** The effect certainly did not happen: run again after a backoff, a bounded number of times. */
+  private async retryOrGiveUp(detail: string): Promise<void> {
+    if (++this.notExecuted >= MAX_NOT_EXECUTED) {
+      this.report.resolution = 'gave_up';
+      this.report.observation = failed(`not executed after ${this.notExecuted} attempts; last: ${detail}`);
+      return;
+    }
+    this.state.publish('running', `call ${this.short}… not executed (${detail}); retrying`);
+    await sleep(this.backoffMs(this.notExecuted - 1));
+  }
+
+  /** Probes until the record leaves IN_DOUBT; escalates to an operator while the probe cannot tell. */
+  private async settleInDoubt(): Promise<Settlement> {
+    const { state, input } = this.ctx;
+    const key = this.key;
+    let round = 0;
+    while (true) {
+      state.publish('waiting_probe', `call ${this.short}… IN_DOUBT: probing (round ${round + 1})`);
+      this.report.attempts++;
+      const probe = await probeToolCall({ key, workspace: input.workspace });
+      if (probe.state !== 'IN_DOUBT') {
+        this.report.state = probe.state;
+        return { by: 'probe', state: probe.state };
+      }
+      state.awaitingOperator.add(key);
+      state.publish(
+        'waiting_operator',
+        `call ${this.short}… IN_DOUBT, probe says unknown (${probe.detail}). ` +
+          `Settle with: settle resolve ${key} --as applied|not-applied --operator NAME --reason TEXT`,
+      );
+      const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
+      if (await condition(() => state.operatorSettled.has(key), delayMs)) {
+        state.awaitingOperator.delete(key);
+        const settled = state.operatorSettled.get(key)!;
+        this.report.state = settled;
+        return { by: 'operator', state: settled };
+      }
+    }
+  }
+
+  private backoffMs(n: number): number {
+    const { backoff } = this.ctx.input;
+    return Math.min((backoff?.initialMs ?? 1_000) * 2 ** n, backoff?.maxMs ?? 30_000);
+  }
+
+  private get short(): string {
+    return this.key.slice(0, 8);
+  }
+}
+
+/** The operator's verdict, applied by an activity (it writes the record). Used by the settleCall update handler. */
+export async function applyOperatorVerdict(
+  state: TrajectoryState,
+  s: { key: string; verdict: 'applied' | 'not_applied'; operator: string; reason: string },
+): Promise<{ state: string }> {
+  const result = await settleByOperator(s);
+  if (result.state !== 'IN_DOUBT') state.operatorSettled.set(s.key, result.state);
+  return result;
+}
+
+/** The capability refused this access: nothing was claimed or touched. */
+export function deniedByCapability(report: CallReport, component: string, reason: string): CallReport {
+  report.resolution = 'denied';
+  report.state = 'NO_RECORD';
+  report.observation = failed(`denied by capability (${component}): ${reason}`);
+  return report;
+}
