@@ -7,6 +7,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { deriveKey } from '../core/key';
 import { truncate, type Observation } from '../core/observation';
+import { MAX_OBSERVATION_CHARS } from '../core/history-budget';
 import type { CallOutcome, RecordState } from '../core/records';
 import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
@@ -161,6 +162,12 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       return record ? { state: record.state, generation: record.generation } : { state: 'UNSEEN', generation: 0 };
     },
 
+    /** The validated arguments a record was claimed with (compensators need them after a continue-as-new). */
+    async recordArgs(input: { key: string }): Promise<Record<string, unknown> | null> {
+      const record = await store.get(input.key);
+      return record ? (record.args as Record<string, unknown>) : null;
+    },
+
     /** One model turn through an OpenAI-compatible chat-completions server. */
     async callModel(request: ModelRequest): Promise<ModelReply> {
       return callChatCompletions(request);
@@ -265,7 +272,7 @@ function keySecret(): Uint8Array {
 }
 
 /** Observations travel through workflow history: keep each well under Temporal's payload limits. */
-export const MAX_OBSERVATION_CHARS = 64 * 1024;
+export { MAX_OBSERVATION_CHARS };
 
 function boundObservation(o: Observation): Observation {
   const output = truncate(o.output, MAX_OBSERVATION_CHARS);

@@ -1,10 +1,12 @@
 /**
- * Where the CLI finds Postgres and Temporal: the environment (DATABASE_URL, TEMPORAL_ADDRESS,
- * TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE), else the settings of a running `settle dev`.
+ * Where the CLI finds Postgres and Temporal: DATABASE_URL, and Temporal the standard way (an
+ * envconfig profile or TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*;
+ * see client/connection.ts); else the settings of a running `settle dev`.
  */
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
-import { SettleClient, DEFAULT_TASK_QUEUE } from '../client/index';
+import { SettleClient } from '../client/index';
+import { loadTemporalTarget } from '../client/connection';
 import { readDevSettings } from './dev-settings';
 import { UsageError } from './usage-error';
 
@@ -20,14 +22,22 @@ export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>): Pr
 }
 
 export async function withClient<T>(fn: (client: SettleClient) => Promise<T>): Promise<T> {
-  const dev = readDevSettings();
-  const address = process.env.TEMPORAL_ADDRESS || dev?.temporalAddress;
-  if (!address) throw new UsageError('TEMPORAL_ADDRESS: must be set (or run `settle dev`, whose settings the CLI then finds)');
-  const client = await SettleClient.connect({
-    address,
-    namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
-    taskQueue: process.env.TEMPORAL_TASK_QUEUE || dev?.taskQueue || DEFAULT_TASK_QUEUE,
-  });
+  const configured = loadTemporalTarget();
+  const dev = configured.addressConfigured ? null : readDevSettings();
+  if (!configured.addressConfigured && !dev) {
+    throw new UsageError(
+      'TEMPORAL_ADDRESS: must be set, or a Temporal profile configured (or run `settle dev`, whose settings the CLI then finds)',
+    );
+  }
+  const client = await SettleClient.connect(
+    dev
+      ? {
+          address: dev.temporalAddress,
+          namespace: process.env.TEMPORAL_NAMESPACE || dev.namespace,
+          taskQueue: process.env.TEMPORAL_TASK_QUEUE || dev.taskQueue,
+        }
+      : {},
+  );
   try {
     return await fn(client);
   } finally {

@@ -5,13 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { SettleClient } from '../client/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { startStack, type Stack } from '../stack/index';
 import { SETTLE_DIR } from '../stack/paths';
 import { installRuntime } from '../workers/runtime';
-import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
+import { createSettleWorker } from '../workers/create-worker';
 import type { ScriptedTurn, TrajectoryResult } from '../workflows/trajectory';
 import { workflowUrl } from './ui';
 
@@ -20,7 +20,8 @@ export interface DemoOptions {
   log: (line: string) => void;
 }
 
-export function demoTurns(workspace: string): ScriptedTurn[] {
+/** The demo's calls; `outside` is a file outside the workspace that one call tries to edit (and is refused). */
+export function demoTurns(workspace: string, outside = '/etc/hostname'): ScriptedTurn[] {
   const app = path.join(workspace, 'app.ts');
   const rename = {
     call_id: 'call_rename',
@@ -43,7 +44,7 @@ export function demoTurns(workspace: string): ScriptedTurn[] {
         // A tool-level error is a completed call whose result is the error.
         { call_id: 'call_missing', tool: 'file_edit', args: { path: app, old_str: 'no such text', new_str: 'x' } },
         // Outside the workspace: refused with nothing touched.
-        { call_id: 'call_escape', tool: 'file_edit', args: { path: '/etc/hostname', old_str: 'a', new_str: 'b' } },
+        { call_id: 'call_escape', tool: 'file_edit', args: { path: outside, old_str: 'a', new_str: 'b' } },
       ],
     },
   ];
@@ -66,18 +67,17 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     prepareWorkspace(workspace);
 
     log('worker: bundling workflow code and starting…');
-    const worker = await createSettleWorker({ temporalAddress: stack.temporal.address, databaseUrl: stack.databaseUrl });
+    const worker = await createSettleWorker({
+      temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
+      databaseUrl: stack.databaseUrl,
+    });
     shutdownWorker = () => worker.shutdown();
     workerRun = worker.run();
 
-    const connection = await Connection.connect({ address: stack.temporal.address });
-    const client = new Client({ connection, namespace: stack.temporal.namespace });
-    const result: TrajectoryResult = await client.workflow.execute('trajectoryWorkflow', {
-      taskQueue: DEFAULT_TASK_QUEUE,
-      workflowId: trajectoryId,
-      args: [{ workspace, turns: demoTurns(workspace) }],
-    });
-    await connection.close();
+    const settle = await SettleClient.connect({ address: stack.temporal.address, namespace: stack.temporal.namespace });
+    await settle.start(trajectoryId, { workspace, turns: demoTurns(workspace) });
+    const result = await settle.result(trajectoryId);
+    await settle.close();
 
     const db = openDatabase(stack.databaseUrl, { max: 1 });
     const records = await new EndpointStore(db).list({ trajectoryId });

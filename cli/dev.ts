@@ -8,7 +8,10 @@ export async function runDev(log: (line: string) => void): Promise<number> {
   installRuntime('WARN');
   const stack = await startStack({ log, persistent: true });
   try {
-    const worker = await createSettleWorker({ temporalAddress: stack.temporal.address, databaseUrl: stack.databaseUrl });
+    const worker = await createSettleWorker({
+      temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
+      databaseUrl: stack.databaseUrl,
+    });
     const settings = {
       temporalAddress: stack.temporal.address,
       namespace: stack.temporal.namespace,

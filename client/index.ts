@@ -7,6 +7,7 @@
  *   const { calls } = await settle.runTurn('ticket-4711', 0, [{ call_id: 'c1', tool: 'file_view', args: {...} }]);
  *   await settle.finish('ticket-4711', 'completed', 'task done');
  */
+import { DEFAULT_TASK_QUEUE, loadTemporalTarget, type TargetOverrides } from './connection';
 import { Client, Connection, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import {
   approveCallUpdate,
@@ -21,14 +22,14 @@ import {
   type ProposedCall,
   type RunTurnResult,
   type SettleCallInput,
-  type TrajectoryInput,
   type TrajectoryResult,
 } from '../workflows/definitions';
 import type { trajectoryWorkflow } from '../workflows/trajectory';
+import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../workflows/search-attributes';
 import { RunTurnInputSchema, TrajectoryRequestSchema, type TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 
-export const DEFAULT_TASK_QUEUE = 'settle';
+export { DEFAULT_TASK_QUEUE } from './connection';
 
 export interface TrajectoryStatusReport {
   trajectoryId: string;
@@ -45,12 +46,17 @@ export interface TrajectoryStatusReport {
 export class SettleClient {
   constructor(
     readonly client: Client,
-    readonly taskQueue = DEFAULT_TASK_QUEUE,
+    readonly taskQueue: string = DEFAULT_TASK_QUEUE,
   ) {}
 
-  static async connect(options: { address: string; namespace?: string; taskQueue?: string }): Promise<SettleClient> {
-    const connection = await Connection.connect({ address: options.address });
-    return new SettleClient(new Client({ connection, namespace: options.namespace ?? 'default' }), options.taskQueue);
+  /**
+   * Connects the standard way (client/connection.ts: envconfig profile and TEMPORAL_* environment,
+   * including TLS and API keys); `overrides` win over both.
+   */
+  static async connect(overrides: TargetOverrides = {}): Promise<SettleClient> {
+    const target = loadTemporalTarget(overrides);
+    const connection = await Connection.connect(target.connectionOptions);
+    return new SettleClient(new Client({ connection, namespace: target.namespace }), target.taskQueue);
   }
 
   async close(): Promise<void> {
@@ -105,7 +111,7 @@ export class SettleClient {
   async status(trajectoryId: string): Promise<TrajectoryStatusReport> {
     const handle = this.handle(trajectoryId);
     const description = await handle.describe();
-    const sa = description.searchAttributes as Record<string, unknown[] | undefined>;
+    const sa = description.typedSearchAttributes;
     let calls: CallReport[] = [];
     let waitingFor: string | null = null;
     if (description.status.name === 'COMPLETED') {
@@ -122,15 +128,15 @@ export class SettleClient {
     return {
       trajectoryId,
       runStatus: description.status.name,
-      status: (sa.SettleTrajectoryStatus?.[0] as string | undefined) ?? null,
-      inDoubt: Number(sa.SettleInDoubtCount?.[0] ?? 0),
-      pendingApprovals: Number(sa.SettlePendingApprovals?.[0] ?? 0),
+      status: sa.get(SA_TRAJECTORY_STATUS) ?? null,
+      inDoubt: sa.get(SA_IN_DOUBT_COUNT) ?? 0,
+      pendingApprovals: sa.get(SA_PENDING_APPROVALS) ?? 0,
       waitingFor,
       calls,
     };
   }
 
-  handle(trajectoryId: string): WorkflowHandle {
-    return this.client.workflow.getHandle(trajectoryId);
+  handle(trajectoryId: string): WorkflowHandle<typeof trajectoryWorkflow> {
+    return this.client.workflow.getHandle<typeof trajectoryWorkflow>(trajectoryId);
   }
 }

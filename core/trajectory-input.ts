@@ -87,6 +87,7 @@ const CarriedStateSchema = z
     tokensUsed: z.number().min(0).optional(),
     nextScriptedTurn: z.number().int().min(0).optional(),
     continuedAsNew: z.number().int().min(0),
+    droppedReports: z.number().int().min(0).optional(),
   })
   .loose();
 

@@ -5,18 +5,21 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
 import { createActivities } from '../activities/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 
-export const DEFAULT_TASK_QUEUE = 'settle';
+export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export interface SettleWorkerOptions {
-  temporalAddress: string;
-  namespace?: string;
-  taskQueue?: string;
+  /**
+   * Overrides on top of the standard Temporal configuration (client/connection.ts: envconfig
+   * profile and TEMPORAL_* environment, TLS and API keys included).
+   */
+  temporal?: TargetOverrides;
   databaseUrl: string;
   /** A pre-built bundle (tests bundle once per run); otherwise workflows are bundled at start. */
   workflowBundle?: { code: string } | { codePath: string };
@@ -27,6 +30,8 @@ export interface SettleWorkerOptions {
 
 export interface SettleWorker {
   worker: Worker;
+  /** Where it polls (for logs: no secrets). */
+  target: TemporalTarget;
   /** Runs until shutdown() is called or a signal arrives; closes the pool and connection after. */
   run(): Promise<void>;
   shutdown(): void;
@@ -35,11 +40,12 @@ export interface SettleWorker {
 export async function createSettleWorker(options: SettleWorkerOptions): Promise<SettleWorker> {
   const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
   const db = openDatabase(options.databaseUrl);
-  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const target = loadTemporalTarget(options.temporal);
+  const connection = await NativeConnection.connect(target.connectionOptions);
   const workerOptions: WorkerOptions = {
     connection,
-    namespace: options.namespace ?? 'default',
-    taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
+    namespace: target.namespace,
+    taskQueue: target.taskQueue,
     identity,
     activities: createActivities({
       store: new EndpointStore(db),
@@ -58,6 +64,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   }
   return {
     worker,
+    target,
     shutdown: () => worker.shutdown(),
     run: async () => {
       try {

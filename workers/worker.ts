@@ -1,17 +1,20 @@
 /**
  * Production worker entry point.
  *
- *   TEMPORAL_ADDRESS    host:port of the Temporal frontend      (default 127.0.0.1:7233)
- *   TEMPORAL_NAMESPACE  namespace                                (default "default")
- *   TEMPORAL_TASK_QUEUE task queue                               (default "settle")
- *   DATABASE_URL        Postgres holding the endpoint records    (required)
+ *   Temporal            the standard way (client/connection.ts): an envconfig profile
+ *                       (TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE) or TEMPORAL_ADDRESS (default
+ *                       127.0.0.1:7233), TEMPORAL_NAMESPACE ("default"), TEMPORAL_API_KEY,
+ *                       TEMPORAL_TLS_* (TLS and mTLS)
+ *   TEMPORAL_TASK_QUEUE task queue (default "settle")
+ *   DATABASE_URL        Postgres holding the endpoint records (required)
  *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start)
  *
  * Runs migrations on start (safe with many workers starting at once). SIGTERM/SIGINT drain the
  * worker gracefully: running activities finish or heartbeat out, then the process exits.
  */
 import { assertReachable, migrateToLatest, redactUrl } from '../activities/store/database';
-import { createSettleWorker, DEFAULT_TASK_QUEUE } from './create-worker';
+import { describeTarget } from '../client/connection';
+import { createSettleWorker } from './create-worker';
 
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
@@ -19,22 +22,15 @@ async function main(): Promise<void> {
     console.error('DATABASE_URL: must be set to the Postgres URL that holds the endpoint records');
     process.exit(2);
   }
-  const temporalAddress = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
-  const taskQueue = process.env.TEMPORAL_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
-
   await assertReachable(databaseUrl);
   await migrateToLatest(databaseUrl);
   const bundlePath = process.env.SETTLE_WORKFLOW_BUNDLE;
   const worker = await createSettleWorker({
-    temporalAddress,
-    namespace,
-    taskQueue,
     databaseUrl,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : {}),
   });
-  // Worker.runUntil-style signal handling: the SDK already shuts down on SIGINT/SIGTERM by default.
-  console.log(`settle worker: ${temporalAddress} namespace=${namespace} queue=${taskQueue} db=${redactUrl(databaseUrl)}`);
+  // The SDK shuts the worker down on SIGINT/SIGTERM by default; run() returns once it has drained.
+  console.log(`settle worker: ${describeTarget(worker.target)} db=${redactUrl(databaseUrl)}`);
   await worker.run();
   console.log('settle worker: stopped');
 }

@@ -187,6 +187,16 @@ async function runSpawn(ctx: CallContext, report: CallReport, call: ProposedCall
   report.key = spawn.key;
   await countProposal(ctx, report.turn, call, null);
   report.level = 'A2';
+  // A sub-agent has no endpoint record; its report is the record. The same logical call again
+  // (a turn resent under another update id, or after continue-as-new) replays it instead of
+  // starting a second child that would repeat the first one's effects.
+  const earlier = ctx.state.reports.find((r) => r !== report && r.key === spawn.key && r.resolution === 'executed');
+  if (earlier) {
+    report.state = 'NO_RECORD';
+    report.resolution = 'replayed';
+    report.observation = earlier.observation;
+    return report;
+  }
   return spawnSubagent(ctx, report, spawn.args);
 }
 

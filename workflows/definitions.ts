@@ -66,6 +66,8 @@ export interface TrajectoryResult {
   reason?: string;
   /** Compensations run in reverse order, on failure or cancellation. */
   compensations?: CompensationReport[];
+  /** Oldest calls left out of `calls` to keep the result within Temporal's payload limit. */
+  omittedCalls?: number;
 }
 
 export interface CompensationReport {
@@ -89,6 +91,8 @@ export interface CarriedState {
   /** Scripted: index of the next scripted turn. */
   nextScriptedTurn?: number;
   continuedAsNew: number;
+  /** Oldest reports left behind to keep the carried state within Temporal's payload limit. */
+  droppedReports?: number;
 }
 
 export interface RunTurnResult {

@@ -7,6 +7,7 @@
  */
 import { condition, patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { InputError } from '../core/errors';
+import { fitObservation, REPORT_OBSERVATION_CHARS } from '../core/history-budget';
 import type { RecordStateOrUnseen } from '../core/records';
 import { RunTurnInputSchema } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
@@ -93,6 +94,16 @@ export class TrajectoryState {
   requestFinish(f: FinishInput): { accepted: true } {
     this.finishRequest = f;
     return { accepted: true };
+  }
+
+  /**
+   * Once a turn is answered, reports keep only the head of each observation: they are what
+   * queries, the result and continue-as-new carry (docs/design.md#history-budget).
+   */
+  compactReports(): void {
+    for (const r of this.reports) {
+      if (r.observation) r.observation = fitObservation(r.observation, REPORT_OBSERVATION_CHARS);
+    }
   }
 
   // ── what SREs see ─────────────────────────────────────────────────────────────────────────

@@ -23,7 +23,8 @@ import {
 } from '@temporalio/workflow';
 import { InputError } from '../core/errors';
 import { parseToolArguments } from '../core/json-text';
-import type { ChatMessage } from '../core/model/chat';
+import type { ChatMessage, ChatToolCall } from '../core/model/chat';
+import { fitConversation, fitObservations, fitReports, MAX_TURN_RESULT_CHARS, MAX_TURN_TOOL_MESSAGES_CHARS } from '../core/history-budget';
 import { failed, type Observation } from '../core/observation';
 import { publishedCatalog } from '../core/tools/catalog';
 import { TrajectoryInputSchema } from '../core/trajectory-input';
@@ -59,6 +60,11 @@ export * from './definitions';
 const DEFAULT_MODEL_TURNS = 20;
 /** Model arguments parsed as strict I-JSON (core/json-text.ts); histories from before parsed them with JSON.parse. */
 const PATCH_STRICT_TOOL_ARGUMENTS = 'strict-tool-arguments-v1';
+
+const { recordArgs } = proxyActivities<SettleActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
 
 const { callModel } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '3 minutes',
@@ -106,12 +112,12 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       type: FAILURE.TrajectoryFailed,
       message: `trajectory failed: ${reason}`,
       nonRetryable: true,
-      details: [{ trajectoryId, outcome: 'failed', calls: state.reports, reason, compensations } satisfies TrajectoryResult],
+      details: [{ trajectoryId, outcome: 'failed', ...resultCalls(state), reason, compensations } satisfies TrajectoryResult],
     });
   }
   state.publish('completed', `completed ${state.reports.length} calls: ${reason}`);
   await condition(allHandlersFinished);
-  return { trajectoryId, outcome: 'completed', calls: state.reports, finalAnswer, reason };
+  return { trajectoryId, outcome: 'completed', ...resultCalls(state), finalAnswer, reason };
 }
 
 /** Registers the queries and updates; their logic lives in TrajectoryState and call-pipeline.ts. */
@@ -130,10 +136,23 @@ function installHandlers(ctx: CallContext): void {
 }
 
 async function runTurn(ctx: CallContext, t: RunTurnInput): Promise<RunTurnResult> {
-  const calls: CallReport[] = [];
-  for (const call of t.calls) calls.push(await runCall(ctx, t.turn, call));
+  const reports: CallReport[] = [];
+  for (const call of t.calls) reports.push(await runCall(ctx, t.turn, call));
   ctx.state.turnsDone.add(t.turn);
+  // The answer is one payload: the turn's observations share its budget (docs/design.md#history-budget).
+  const observations = fitObservations(
+    reports.map((r) => r.observation),
+    MAX_TURN_RESULT_CHARS,
+  );
+  const calls = reports.map((r, i) => ({ ...r, observation: observations[i] ?? null }));
+  ctx.state.compactReports();
   return { turn: t.turn, calls };
+}
+
+/** The calls of a trajectory's result, fitted to one payload; the oldest go first if they must. */
+function resultCalls(state: TrajectoryState): Pick<TrajectoryResult, 'calls' | 'omittedCalls'> {
+  const { reports, dropped } = fitReports(state.reports);
+  return dropped > 0 ? { calls: reports, omittedCalls: dropped } : { calls: reports };
 }
 
 async function driveByScript(ctx: CallContext, input: TrajectoryInput): Promise<string> {
@@ -143,6 +162,7 @@ async function driveByScript(ctx: CallContext, input: TrajectoryInput): Promise<
     const turn = turns[i]!;
     for (const call of turn.calls) await runCall(ctx, turn.turn, call);
     ctx.state.turnsDone.add(turn.turn);
+    ctx.state.compactReports();
   }
   return `${turns.length} scripted turns done`;
 }
@@ -151,12 +171,14 @@ async function driveByModel(ctx: CallContext, input: TrajectoryInput): Promise<{
   const model = input.model!;
   const { task, maxTurns = DEFAULT_MODEL_TURNS, maxTotalTokens, ...config } = model;
   const tools = publishedCatalog();
-  const conversation = (input.carried?.conversation as ChatMessage[] | undefined) ?? [{ role: 'user', content: task }];
+  let conversation = (input.carried?.conversation as ChatMessage[] | undefined) ?? [{ role: 'user', content: task }];
   let tokensUsed = input.carried?.tokensUsed ?? 0;
   for (let turn = input.carried?.modelTurn ?? 0; turn < maxTurns; turn++) {
     if (maxTotalTokens !== undefined && tokensUsed >= maxTotalTokens) {
       return { finalAnswer: null, reason: `token budget exhausted (${tokensUsed} of ${maxTotalTokens})` };
     }
+    // The request is one payload: the oldest observations give way first (docs/design.md#history-budget).
+    conversation = fitConversation(conversation);
     if (shouldContinueAsNew(input)) {
       await continueWithState(input, ctx.state, { conversation, modelTurn: turn, tokensUsed });
     }
@@ -168,39 +190,54 @@ async function driveByModel(ctx: CallContext, input: TrajectoryInput): Promise<{
       return { finalAnswer: reply.content, reason: 'the model gave a final answer' };
     }
     conversation.push({ role: 'assistant', content: reply.content, tool_calls: reply.calls });
-    for (const c of reply.calls) {
-      let observation: Observation;
-      let args: unknown;
-      let refused: InputError | undefined;
-      try {
-        args = parseToolArguments(c.function.arguments, () => patched(PATCH_STRICT_TOOL_ARGUMENTS));
-      } catch (err) {
-        args = undefined;
-        refused = err as InputError;
-        observation = failed(`invalid call: ${refused.message}`);
-      }
-      if (args !== undefined) {
-        const proposed: ProposedCall = { call_id: c.id, tool: c.function.name, args: args as Record<string, unknown> };
-        observation = (await runCall(ctx, turn, proposed)).observation ?? failed('no observation');
-      } else {
-        await countProposal(ctx, turn, { call_id: c.id, tool: c.function.name, args: {} }, { field: refused!.field, rule: refused!.rule });
-        ctx.state.reports.push({
-          turn,
-          callId: c.id,
-          tool: c.function.name,
-          key: null,
-          level: null,
-          state: 'NO_RECORD',
-          resolution: 'invalid',
-          attempts: 0,
-          observation: observation!,
-        });
-      }
-      conversation.push({ role: 'tool', tool_call_id: c.id, content: JSON.stringify(observation!) });
+    const observations: Observation[] = [];
+    for (const [i, c] of reply.calls.entries()) {
+      observations.push(await runModelCall(ctx, turn, c, reply.refused?.[i]));
     }
+    // This turn's tool messages share one budget, so a turn of many large reads cannot push the
+    // next request past Temporal's payload limit.
+    fitObservations(observations, MAX_TURN_TOOL_MESSAGES_CHARS).forEach((o, i) => {
+      conversation.push({ role: 'tool', tool_call_id: reply.calls[i]!.id, content: JSON.stringify(o) });
+    });
     ctx.state.turnsDone.add(turn);
+    ctx.state.compactReports();
   }
   return { finalAnswer: null, reason: `turn limit reached (${maxTurns})` };
+}
+
+/** One call a model proposed: its argument text parsed, then the call pipeline; malformed ones answered as such. */
+async function runModelCall(ctx: CallContext, turn: number, c: ChatToolCall, refusal: string | undefined): Promise<Observation> {
+  let args: unknown;
+  /** The rule broken (as counted per tool), and the message the model reads. */
+  let problem: { field: string; rule: string; message: string } | null = null;
+  if (refusal !== undefined) {
+    problem = { field: 'args', rule: refusal.replace(/^args must /, ''), message: refusal };
+  } else {
+    try {
+      args = parseToolArguments(c.function.arguments, () => patched(PATCH_STRICT_TOOL_ARGUMENTS));
+    } catch (err) {
+      const refused = err as InputError;
+      problem = { field: refused.field, rule: refused.rule, message: refused.message };
+    }
+  }
+  if (problem === null) {
+    const proposed: ProposedCall = { call_id: c.id, tool: c.function.name, args: args as Record<string, unknown> };
+    return (await runCall(ctx, turn, proposed)).observation ?? failed('no observation');
+  }
+  const observation = failed(`invalid call: ${problem.message}`);
+  await countProposal(ctx, turn, { call_id: c.id, tool: c.function.name, args: {} }, { field: problem.field, rule: problem.rule });
+  ctx.state.reports.push({
+    turn,
+    callId: c.id,
+    tool: c.function.name,
+    key: null,
+    level: null,
+    state: 'NO_RECORD',
+    resolution: 'invalid',
+    attempts: 0,
+    observation,
+  });
+  return observation;
 }
 
 /** Runs the compensators of completed A2 calls, newest first; each is a settled call itself. */
@@ -216,7 +253,7 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
       !r.compensatedBy,
   );
   for (const original of candidates.reverse()) {
-    const args = ctx.state.argsByKey.get(original.key!);
+    const args = ctx.state.argsByKey.get(original.key!) ?? (await argsFromRecord(original.key!));
     const plan = args ? compensationFor(original.tool, args) : { kind: 'none' as const, reason: 'arguments unavailable' };
     if (plan.kind === 'none') {
       done.push({ forKey: original.key!, tool: original.tool, key: null, resolution: 'not_compensable', observation: failed(plan.reason) });
@@ -235,6 +272,17 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
   return done;
 }
 
+/**
+ * Arguments of a call from an earlier run (continue-as-new does not carry them): the endpoint
+ * record holds them as they executed. Patched: histories from before read nothing.
+ */
+async function argsFromRecord(key: string): Promise<Record<string, unknown> | undefined> {
+  if (!patched(PATCH_COMPENSATE_ARGS_FROM_RECORD)) return undefined;
+  return (await recordArgs({ key })) ?? undefined;
+}
+
+export const PATCH_COMPENSATE_ARGS_FROM_RECORD = 'compensate-args-from-record-v1';
+
 function shouldContinueAsNew(input: TrajectoryInput): boolean {
   const info = workflowInfo();
   return info.continueAsNewSuggested || (input.maxHistoryEvents !== undefined && info.historyLength > input.maxHistoryEvents);
@@ -243,10 +291,14 @@ function shouldContinueAsNew(input: TrajectoryInput): boolean {
 /** Hands the trajectory to a fresh run with its state: turns, reports (keys, states), conversation. */
 async function continueWithState(input: TrajectoryInput, state: TrajectoryState, extra: Partial<CarriedState> = {}): Promise<never> {
   await condition(allHandlersFinished);
+  // The next run's input is one payload: the oldest reports give way first.
+  const { reports, dropped } = fitReports(state.reports);
+  const droppedReports = (input.carried?.droppedReports ?? 0) + dropped;
   const carried: CarriedState = {
-    reports: state.reports,
+    reports,
     turnsDone: [...state.turnsDone],
     continuedAsNew: (input.carried?.continuedAsNew ?? 0) + 1,
+    ...(droppedReports > 0 ? { droppedReports } : {}),
     ...extra,
   };
   return continueAsNew<typeof trajectoryWorkflow>({ ...input, carried });

@@ -6,7 +6,7 @@
  */
 import { FAILURE } from '../../core/failures';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ChatMessage, ChatToolCall, ModelConfig, ModelReply } from '../../core/model/chat';
+import { boundModelReply, type ChatMessage, type ChatToolCall, type ModelConfig, type ModelReply } from '../../core/model/chat';
 import type { PublishedTool } from '../../core/tools/catalog';
 
 export interface ModelRequest {
@@ -56,7 +56,8 @@ export async function callChatCompletions(request: ModelRequest, env: NodeJS.Pro
     }
     throw new Error(failure);
   }
-  return parseReply(text);
+  // Fitted before it leaves the activity: the reply is a payload in history.
+  return boundModelReply(parseReply(text));
 }
 
 /** Some servers reject `$schema` inside function parameters; the schema is otherwise as published. */

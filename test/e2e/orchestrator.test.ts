@@ -68,8 +68,10 @@ describe('orchestrator-driven trajectory', () => {
     });
     expect(fs.readFileSync(path.join(ws, 'ran.log'), 'utf8')).toBe('once\n');
 
-    // A malformed turn is refused by the update validator, naming the field.
-    await expect(settle.runTurn(id, -1, calls)).rejects.toMatchObject({
+    // A malformed turn is refused by the client, and by the update validator for a caller that
+    // bypasses it, naming the field.
+    await expect(settle.runTurn(id, -1, calls)).rejects.toThrow('turn must be at least 0 (got -1)');
+    await expect(settle.handle(id).executeUpdate('runTurn', { args: [{ turn: -1, calls }] })).rejects.toMatchObject({
       cause: { message: 'turn must be at least 0 (got -1)' },
     });
 
@@ -177,6 +179,23 @@ describe('orchestrator-driven trajectory', () => {
     expect((await firstRun.describe()).status.name).toBe('CONTINUED_AS_NEW');
     const records = await store.list({ trajectoryId: id });
     expect(records.map((r) => [r.state, r.generation])).toEqual(Array(8).fill(['COMPLETED', 1]));
+  });
+
+  it('compensates calls from before a continue-as-new (their arguments come from the endpoint records)', async () => {
+    const { ws, file } = workspace('v0\n');
+    const id = uniqueId('can-comp');
+    await settle.start(id, { workspace: ws, maxHistoryEvents: 30 });
+    for (let turn = 0; turn < 6; turn++) await settle.runTurn(id, turn, [edit(file, `v${turn}`, `v${turn + 1}`, `e${turn}`)]);
+    expect(fs.readFileSync(file, 'utf8')).toBe('v6\n');
+    const runs = await settle.client.workflow.list({ query: `WorkflowId = "${id}"` });
+    let closedRuns = 0;
+    for await (const run of runs) if (run.status.name === 'CONTINUED_AS_NEW') closedRuns++;
+    expect(closedRuns).toBeGreaterThan(0);
+    await settle.finish(id, 'failed', 'roll everything back');
+    const failure = await settle.result(id).catch((err: WorkflowFailedError) => err);
+    const details = ((failure as WorkflowFailedError).cause as { details?: TrajectoryResult[] }).details![0]!;
+    expect(details.compensations!.map((c) => c.resolution)).toEqual(Array(6).fill('executed'));
+    expect(fs.readFileSync(file, 'utf8')).toBe('v0\n');
   });
 
   it('refuses an override that would lower a tool’s level: the client before starting, the workflow if started anyway', async () => {

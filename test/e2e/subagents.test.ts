@@ -121,6 +121,40 @@ describe('capabilities in trajectories', () => {
     expect(parentBudget).toMatchObject({ reserved: 0, spent: 2 }); // the child's one edit + the parent's own read
   });
 
+  it('the same spawn call again replays the sub-agent instead of starting a second child', async () => {
+    const ws = setup();
+    const id = uniqueId('respawn');
+    const spawn = {
+      call_id: 'delegate',
+      tool: 'spawn_subagent',
+      args: {
+        task: 'append once',
+        rights: ['read', 'write', 'exec'],
+        objects: [`path:${ws}`],
+        max_cost: 1,
+        budget: 4,
+        expires_in_ms: 600_000,
+        turns: [{ turn: 0, calls: [{ call_id: 'sh', tool: 'bash_execute', args: { command: 'echo ran >> runs.log' } }] }],
+      },
+    };
+    await settle.start(id, {
+      workspace: ws,
+      capability: rootCapability(id, ws),
+      turns: [
+        { turn: 0, calls: [spawn] },
+        { turn: 0, calls: [spawn] },
+      ],
+    });
+    const result = await settle.result(id);
+    expect(result.calls.map((c) => [c.key, c.resolution])).toEqual([
+      [result.calls[0]!.key, 'executed'],
+      [result.calls[0]!.key, 'replayed'],
+    ]);
+    expect(result.calls[1]!.observation).toEqual(result.calls[0]!.observation);
+    expect(fs.readFileSync(path.join(ws, 'runs.log'), 'utf8')).toBe('ran\n');
+    await expect(settle.client.workflow.getHandle(`${id}/sub-2`).describe()).rejects.toThrow(/not found/);
+  });
+
   it('a child whose capability was widened by hand passes the workflow pre-check and is still denied at the activity', async () => {
     const ws = setup();
     const id = uniqueId('forged');

@@ -41,9 +41,8 @@ export async function startTestWorker(options: { keyRing?: KeyRing | null } = {}
   installRuntime('WARN');
   const taskQueue = uniqueId('tq');
   const worker = await createSettleWorker({
-    temporalAddress: inject('temporalAddress'),
+    temporal: { address: inject('temporalAddress'), taskQueue },
     databaseUrl: inject('databaseUrl'),
-    taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
     keyRing: options.keyRing ?? null,
   });
