@@ -264,6 +264,7 @@ function settledCall(toolName: string, rawArgs: unknown) {
   return checkedCall(toolName, rawArgs, 'settled');
 }
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- the registry is heterogeneous; args were validated against the tool's own schema */
 function checkedCall<K extends 'read-only' | 'settled'>(
   toolName: string,
   rawArgs: unknown,
@@ -282,6 +283,7 @@ function checkedCall<K extends 'read-only' | 'settled'>(
   }
   return { tool: implementation.tool as never, args };
 }
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 export const KEY_SECRET_VARIABLE = 'SETTLE_KEY_SECRET';
 

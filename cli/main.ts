@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { canonicalJson } from '../core/jcs';
+import { parseIJson } from '../core/json-text';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { isRecordState, RECORD_STATES } from '../core/records';
@@ -48,7 +49,8 @@ program
   .requiredOption('--args <json>', 'arguments as a JSON object')
   .option('--secret-env <VAR>', 'keyed mode: HMAC secret read from this environment variable')
   .action((opts: { trajectory: string; turn: number; callId: string; tool: string; args: string; secretEnv?: string }) => {
-    const args = parseJson(opts.args, '--args');
+    // Strict I-JSON (core/json-text.ts): a repeated member or a rounded number would give another call's key.
+    const args = withField(() => parseIJson(opts.args, { field: 'args' }), { args: '--args' });
     let secret: Uint8Array | undefined;
     if (opts.secretEnv !== undefined) {
       const value = process.env[opts.secretEnv];
@@ -68,9 +70,10 @@ program
 
 program
   .command('canonicalize')
-  .description('Read one JSON value on stdin; write its RFC 8785 (JCS) form and a newline.')
+  .description('Read one I-JSON value (UTF-8) on stdin; write its RFC 8785 (JCS) form and a newline.')
   .action(() => {
-    const value = parseJson(fs.readFileSync(0, 'utf8'), 'stdin');
+    // Bytes, not a string: invalid UTF-8 is refused rather than read as U+FFFD.
+    const value = withField(() => parseIJson(fs.readFileSync(0), { field: 'stdin' }), {});
     process.stdout.write(withField(() => canonicalJson(value, 'stdin'), {}) + '\n');
   });
 
@@ -170,14 +173,6 @@ function parsePositiveInt(flag: string) {
 function parseState(value: string) {
   if (!isRecordState(value)) throw new InvalidArgumentError(`must be one of ${RECORD_STATES.join(', ')}`);
   return value;
-}
-
-function parseJson(text: string, field: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`${field}: must be valid JSON (${(err as Error).message})`);
-  }
 }
 
 /** Re-labels an InputError's field with the CLI flag that carried it. */

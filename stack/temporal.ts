@@ -187,8 +187,8 @@ async function startDevServer(
   const collect = (b: Buffer) => {
     output = (output + b.toString()).slice(-8000);
   };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   // If this process ends without calling stop() (an uncaught error, process.exit), take the
   // server down with it rather than leave it listening. (SIGKILL of this process cannot be caught.)

@@ -76,7 +76,7 @@ export async function migrateToLatest(url: string): Promise<string[]> {
   try {
     await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
     const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
-    if (error) throw error instanceof Error ? error : new Error(String(error));
+    if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   } finally {
     await lockClient.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});

@@ -306,20 +306,23 @@ export class EndpointStore {
   /**
    * Retention: deletes settled records (COMPLETED, NOT_EXECUTED) last changed more than
    * `olderThanMs` ago, with their events. IN_DOUBT and IN_FLIGHT are never purged. Choose
-   * `olderThanMs` longer than any trajectory that may still replay its calls.
+   * `olderThanMs` longer than any trajectory that may still replay its calls. `trajectoryIds`
+   * limits the purge to those trajectories (e.g. one tenant's, or a test's own rows).
    */
-  async purgeSettled(olderThanMs: number): Promise<number> {
+  async purgeSettled(olderThanMs: number, scope: { trajectoryIds?: string[] } = {}): Promise<number> {
     if (!Number.isSafeInteger(olderThanMs) || olderThanMs < 0) {
       throw new RangeError(`olderThanMs: must be an integer ≥ 0 (got ${olderThanMs})`);
     }
+    if (scope.trajectoryIds?.length === 0) return 0;
     const rows = await this.db
-      .with('purged', (db) =>
-        db
+      .with('purged', (db) => {
+        let purge = db
           .deleteFrom(RECORDS)
           .where('state', 'in', ['COMPLETED', 'NOT_EXECUTED'])
-          .where('updated_at', '<', sql<Date>`now() - ${olderThanMs} * interval '1 millisecond'`)
-          .returning('key'),
-      )
+          .where('updated_at', '<', sql<Date>`now() - ${olderThanMs} * interval '1 millisecond'`);
+        if (scope.trajectoryIds) purge = purge.where('trajectory_id', 'in', scope.trajectoryIds);
+        return purge.returning('key');
+      })
       .with('purged_events', (db) => db.deleteFrom(EVENTS).where('key', 'in', (eb) => eb.selectFrom('purged').select('purged.key')))
       .selectFrom('purged')
       .select((eb) => eb.fn.countAll<string>().as('n'))

@@ -88,6 +88,6 @@ export function publishedCatalog(): PublishedTool[] {
   return Object.values(CATALOG).map((tool) => {
     const schema = z.toJSONSchema(tool.args, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
     const { description, ...parameters } = schema;
-    return { name: tool.name, description: String(description ?? ''), parameters, 'x-settle-level': tool.level };
+    return { name: tool.name, description: typeof description === 'string' ? description : '', parameters, 'x-settle-level': tool.level };
   });
 }

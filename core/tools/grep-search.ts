@@ -19,7 +19,7 @@ export const grepSearchArgs = lazy(() =>
         .string()
         .min(1)
         .max(128)
-        .regex(/^[a-zA-Z0-9_.*?{},\[\]-]+$/)
+        .regex(/^[a-zA-Z0-9_.*?{},[\]-]+$/)
         .optional()
         .describe("Optional file-name filter such as '*.ts' or '*.{ts,tsx}', matched against the file's base name. Absent: all files."),
       max_results: z

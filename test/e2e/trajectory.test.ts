@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { deriveKey } from '../../core/key';
 import { demoProblems, demoTurns, prepareWorkspace } from '../../cli/demo';
 import { fileEditHooks } from '../../activities/tools/file-edit';
-import type { TrajectoryResult } from '../../workflows/trajectory';
+import type { ScriptedTurn, TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 
 let worker: RunningWorker;
@@ -24,7 +24,7 @@ afterAll(async () => {
   await db.destroy();
 });
 
-async function runTrajectory(workflowId: string, workspace: string, turns = demoTurns(workspace)): Promise<TrajectoryResult> {
+async function runTrajectory(workflowId: string, workspace: string, turns: ScriptedTurn[]): Promise<TrajectoryResult> {
   return worker.client.workflow.execute('trajectoryWorkflow', {
     taskQueue: worker.taskQueue,
     workflowId,
@@ -34,17 +34,20 @@ async function runTrajectory(workflowId: string, workspace: string, turns = demo
 
 describe('demo trajectory end to end', () => {
   it('edits the file once per logical call, replays the repeat, and leaves one record per key', async () => {
-    const workspace = tempWorkspace();
+    // A file outside the workspace, still inside this test's own temporary directory.
+    const root = tempWorkspace();
+    const workspace = path.join(root, 'ws');
     prepareWorkspace(workspace);
-    const outside = fs.readFileSync('/etc/hostname', 'utf8');
+    const outsideFile = path.join(root, 'outside.txt');
+    fs.writeFileSync(outsideFile, 'a stays a\n');
     const id = uniqueId('traj');
 
-    const result = await runTrajectory(id, workspace);
+    const result = await runTrajectory(id, workspace, demoTurns(workspace, outsideFile));
 
     expect(fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8')).toBe(
       'export function greetUser(name: string): string {\n  return `hello, ${name}`;\n}\n',
     );
-    expect(fs.readFileSync('/etc/hostname', 'utf8')).toBe(outside);
+    expect(fs.readFileSync(outsideFile, 'utf8')).toBe('a stays a\n');
 
     expect(result.calls.map((c) => [c.turn, c.callId, c.state, c.resolution])).toEqual([
       [0, 'call_rename', 'COMPLETED', 'executed'],
