@@ -174,7 +174,8 @@ function runPgbench(
     if (v === sample.trajectoryId) return `('pgb-' || CAST(:n AS text))`;
     if (v === null || v === undefined) return 'NULL';
     if (typeof v === 'number') return String(v);
-    const text = String(v).replace(/'/g, "''");
+    if (typeof v !== 'string') throw new Error(`pgbench script: unexpected parameter ${JSON.stringify(v)}`);
+    const text = v.replace(/'/g, "''");
     if (!text.includes(':')) return `'${text}'`;
     // pgbench reads `:name` as a variable anywhere in the text: spell colons as chr(58); the
     // concatenation is text, so JSON values (the args column has no cast in the SQL) say jsonb.
