@@ -42,6 +42,11 @@ export interface ToolCallInput {
   capability?: unknown;
   /** How the key was derived (keyed mode uses the worker's SETTLE_KEY_SECRET). */
   keyMode?: 'sha256' | 'hmac';
+  /**
+   * Count this call as a valid proposal (settle_tool_calls) — in the claim statement, so the
+   * workflow needs no bookkeeping activity of its own. Absent in histories before the fast path.
+   */
+  countProposal?: boolean;
 }
 
 export interface ReadOnlyCallInput {
@@ -51,6 +56,8 @@ export interface ReadOnlyCallInput {
   /** The call's idempotency key (charges the capability budget once). */
   key?: string;
   capability?: unknown;
+  /** Count this call as a valid proposal (settle_tool_calls), alongside the read. */
+  proposal?: { turn: number; callId: string };
 }
 
 export type ReadOnlyResult = { kind: 'observed'; observation: Observation } | { kind: 'denied'; component: string; reason: string };
@@ -137,11 +144,21 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         { trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
         input.keyMode === 'hmac' ? keySecret() : undefined,
       );
+      // A call that never reaches the claim statement is counted on its own.
+      const countAlone = async () => {
+        if (input.countProposal) {
+          await callStats.recordProposedCall({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, issue: null });
+        }
+      };
       if (key !== input.key) {
+        await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
-      if (access.denied) return { kind: 'denied', ...access.denied };
+      if (access.denied) {
+        await countAlone();
+        return { kind: 'denied', ...access.denied };
+      }
       return runSettled(
         store,
         tool,
@@ -152,6 +169,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
           heartbeat: () => ctx.heartbeat(),
           ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
+          ...(input.countProposal ? { countProposal: true } : {}),
         },
       ).then(boundOutcome);
     },
@@ -185,8 +203,16 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         input.key ?? `${audience}:${Context.current().info.activityId}`,
         audience,
       );
-      if (access.denied) return { kind: 'denied', ...access.denied };
-      return { kind: 'observed', observation: boundObservation(await tool.run(args, { workspace: input.workspace })) };
+      // Counted whatever the capability says (as the workflow counted it before the check).
+      const counted = input.proposal
+        ? callStats.recordProposedCall({ trajectoryId: audience, ...input.proposal, tool: input.tool, issue: null })
+        : null;
+      if (access.denied) {
+        await counted;
+        return { kind: 'denied', ...access.denied };
+      }
+      const [observation] = await Promise.all([tool.run(args, { workspace: input.workspace }), counted]);
+      return { kind: 'observed', observation: boundObservation(observation) };
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */

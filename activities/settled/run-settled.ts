@@ -1,14 +1,14 @@
 /**
  * One attempt at one logical call, settled through its endpoint record:
  *
- *   claim → plan → record intent → execute (renewing the lease) → complete
+ *   plan (read-only) → claim + record intent (one statement) → execute (renewing the lease) → complete
  *
  * and the outcome the workflow acts on. Independent of Temporal: the activity passes a
  * `heartbeat` callback, tests can drive it directly against Postgres.
  */
 import type { Actor, CallOutcome, ProbeVerdict } from '../../core/records';
 import type { ClaimRequest, EndpointRecord, EndpointStore } from '../store/endpoint-store';
-import { LeaseLost, NoEffect, type SettledTool, type ToolEnv } from './settled-tool';
+import { LeaseLost, NoEffect, type Plan, type SettledTool, type ToolEnv } from './settled-tool';
 
 export interface RunOptions {
   /** Lease on the database clock, renewed every `leaseMs / 3`. */
@@ -24,6 +24,8 @@ export interface RunOptions {
    * renewal was sent less than `leaseMs - marginMs` ago on this process's monotonic clock.
    */
   marginMs?: number;
+  /** Count the call as a valid proposal (settle_tool_calls) in the claim statement. */
+  countProposal?: boolean;
 }
 
 export async function runSettled<Args, Intent, Result>(
@@ -34,11 +36,23 @@ export async function runSettled<Args, Intent, Result>(
   options: RunOptions,
 ): Promise<CallOutcome<Result>> {
   const actor: Actor = `worker:${options.holder}`;
+  // Plan first: it is read-only, so running it before the claim changes nothing, and a plan that
+  // proceeds lets the claim record the intent in the same statement (one commit, not two). The
+  // tool re-checks the planned pre-state right before its effect (SettledTool.plan).
+  let plan: Plan<Intent, Result> | { kind: 'failed'; detail: string };
+  try {
+    plan = await tool.plan(call.args, env);
+  } catch (err) {
+    // Planning is read-only: whatever went wrong, nothing was touched.
+    plan = { kind: 'failed', detail: `planning failed before any effect: ${message(err)}` };
+  }
   const claimSentAt = performance.now();
   const claim = await store.claim(call, {
     leaseMs: options.leaseMs,
     holder: options.holder,
     ...(options.claimDetail ? { detail: options.claimDetail } : {}),
+    ...(plan.kind === 'proceed' ? { intent: plan.intent } : {}),
+    ...(options.countProposal ? { countProposal: true } : {}),
   });
   switch (claim.kind) {
     case 'completed':
@@ -54,21 +68,8 @@ export async function runSettled<Args, Intent, Result>(
 
   // From here on this executor owns (key, generation). Nothing below releases the key on an
   // exception unless the exception proves there was no effect.
-  let plan;
-  try {
-    plan = await tool.plan(call.args, env);
-  } catch (err) {
-    // Planning is read-only: whatever went wrong, nothing was touched.
-    return release(store, call.key, generation, `planning failed before any effect: ${message(err)}`, actor);
-  }
-  if (plan.kind === 'answer') {
-    return finish(store, call.key, generation, plan.result, actor);
-  }
-
-  const intentWrite = await store.recordIntent(call.key, generation, plan.intent, actor);
-  if (!intentWrite.ok) {
-    return release(store, call.key, generation, 'lease lapsed before the intent could be recorded', actor);
-  }
+  if (plan.kind === 'failed') return release(store, call.key, generation, plan.detail, actor);
+  if (plan.kind === 'answer') return finish(store, call.key, generation, plan.result, actor);
 
   const lease = new LeaseKeeper(store, call.key, generation, options, claimSentAt);
   try {

@@ -9,13 +9,33 @@ import type { SettleDatabase } from './schema';
 export interface OpenDatabaseOptions {
   /** Pool size; the default suits one worker process. */
   max?: number;
+  /** Called with the SQL of every statement executed (tests and benchmarks count them). */
+  log?: (sql: string) => void;
 }
 
 export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Kysely<SettleDatabase> {
   const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10 });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
-  return new Kysely<SettleDatabase>({ dialect: new PostgresDialect({ pool }) });
+  const log = options.log;
+  const db = new Kysely<SettleDatabase>({
+    dialect: new PostgresDialect({ pool }),
+    ...(log ? { log: (event) => (event.level === 'query' ? log(event.query.sql) : undefined) } : {}),
+  });
+  directAccess.set(db, { pool, ...(log ? { log } : {}) });
+  return db;
+}
+
+/** The pool under a handle made by openDatabase, for statements that run as named prepared statements (prepared.ts). */
+export interface DirectAccess {
+  pool: pg.Pool;
+  log?: (sql: string) => void;
+}
+
+const directAccess = new WeakMap<object, DirectAccess>();
+
+export function directAccessOf(db: object): DirectAccess | undefined {
+  return directAccess.get(db);
 }
 
 /** Fails fast with an error that names DATABASE_URL (without its password). */

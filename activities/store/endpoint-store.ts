@@ -63,6 +63,14 @@ export interface ClaimOptions {
   holder: string;
   /** Extra facts recorded on the claim event, e.g. the approval of an A3 call. */
   detail?: Record<string, unknown>;
+  /**
+   * The call's intent, planned read-only before the claim: a claim that takes the key
+   * IN_FLIGHT stores it in the same statement (one commit instead of claim + recordIntent).
+   * Whoever passes it must re-check the pre-state it describes before the effect.
+   */
+  intent?: unknown;
+  /** Count the call as a valid proposal in settle_tool_calls (once per call) in the same statement. */
+  countProposal?: boolean;
 }
 
 export type ClaimResult =
@@ -153,6 +161,7 @@ export class EndpointStore {
    * Claims `request.key` in one atomic statement:
    * UNSEEN → IN_FLIGHT (generation 1); NOT_EXECUTED → IN_FLIGHT (generation + 1);
    * IN_FLIGHT with an expired lease → IN_DOUBT. Anything else is reported, not changed.
+   * With `options.intent`, a claim to IN_FLIGHT also records the intent (and its event).
    */
   async claim(request: ClaimRequest, options: ClaimOptions): Promise<ClaimResult> {
     assertLease(options.leaseMs);
@@ -168,6 +177,8 @@ export class EndpointStore {
       holder: options.holder,
       actor,
       extra: JSON.stringify(options.detail ?? {}),
+      intent: options.intent === undefined ? null : JSON.stringify(options.intent),
+      count_proposal: options.countProposal ? 1 : 0,
     });
     const claimed = rows[0];
 

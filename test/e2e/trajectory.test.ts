@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { deriveKey } from '../../core/key';
 import { demoProblems, demoTurns, prepareWorkspace } from '../../cli/demo';
 import { fileEditHooks } from '../../activities/tools/file-edit';
@@ -201,5 +202,41 @@ describe('demo trajectory end to end', () => {
     const records = await store.list({ trajectoryId: id });
     expect(records.map((r) => r.tool)).toEqual(['bash_execute']);
     expect(records[0]!.intent).toMatchObject({ command: 'wc -l < app.ts && echo ran >> ran.log', sandbox: 'bubblewrap', network: false });
+  });
+
+  it('counts every proposal exactly once with no bookkeeping activity per call: the activity that runs a call counts it', async () => {
+    const workspace = tempWorkspace();
+    prepareWorkspace(workspace);
+    const id = uniqueId('traj');
+    const app = path.join(workspace, 'app.ts');
+    const edit = { call_id: 'e', tool: 'file_edit', args: { path: app, old_str: 'greet(', new_str: 'hello(' } };
+    const result = await runTrajectory(id, workspace, [
+      { turn: 0, calls: [edit] },
+      { turn: 1, calls: [{ call_id: 'v', tool: 'file_view', args: { path: app, offset: 1, limit: 2 } }] },
+      { turn: 2, calls: [{ call_id: 'm', tool: 'file_view', args: { path: app, offset: 1, limit: 501 } }] },
+      { turn: 0, calls: [edit] }, // the same proposal re-sent: replayed, still one proposal
+    ]);
+    expect(result.calls.map((c) => c.resolution)).toEqual(['executed', 'read', 'invalid', 'replayed']);
+    const rows = await sql<{ turn: number; call_id: string; valid: boolean; field: string | null }>`
+      select turn, call_id, valid, field from settle_tool_calls where trajectory_id = ${id} order by turn, call_id`.execute(db);
+    expect(rows.rows).toEqual([
+      { turn: 0, call_id: 'e', valid: true, field: null },
+      { turn: 1, call_id: 'v', valid: true, field: null },
+      { turn: 2, call_id: 'm', valid: false, field: 'args.limit' },
+    ]);
+    // History: one patch marker; a local activity only for the malformed call (it runs no activity
+    // that could count it); search attributes upserted only when they change.
+    const events = (await worker.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const markers = events.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes.markerName] : []));
+    expect(markers).toEqual(['core_patch', 'core_local_activity']);
+    const upserts = events.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
+    const fields = upserts.map((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort(),
+    );
+    expect(fields).toEqual([
+      ['TemporalChangeVersion'], // the patch
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // running
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
+    ]);
   });
 });
