@@ -72,7 +72,7 @@ function checkValue(value: unknown, field: string, depth: number, maxDepth: numb
       return;
     case 'object': {
       if (value === null) return;
-      if (depth >= maxDepth) throw new InputError(field, depthRule(maxDepth));
+      if (depth >= maxDepth) throw depthError(field, maxDepth);
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) checkValue(value[i], `${field}[${i}]`, depth + 1, maxDepth);
         return;
@@ -94,6 +94,12 @@ function checkValue(value: unknown, field: string, depth: number, maxDepth: numb
 
 function depthRule(maxDepth: number): string {
   return `nest arrays and objects at most ${maxDepth} levels deep`;
+}
+
+/** Too deep, naming where; a path of long member names is shortened in the middle (it is repeated in observations and counts). */
+function depthError(path: string, maxDepth: number): InputError {
+  const shown = path.length <= 240 ? path : `${path.slice(0, 160)}…${path.slice(-60)}`;
+  return new InputError(shown, depthRule(maxDepth));
 }
 
 /** `args.path`, or `args["a b"]` for a name that is not a plain identifier. */
@@ -177,7 +183,7 @@ class Parser {
       let value: JsonValue | undefined;
       const c = this.text[this.i];
       if (c === '{' || c === '[') {
-        if (this.stack.length >= this.maxDepth) throw new InputError(path, depthRule(this.maxDepth));
+        if (this.stack.length >= this.maxDepth) throw depthError(path, this.maxDepth);
         this.i++;
         this.skipWhitespace();
         if (c === '[') {
