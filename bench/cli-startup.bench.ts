@@ -1,6 +1,8 @@
 /**
  * CLI start-up: wall time of `settle key …` and `settle canonicalize` (bin/settle.js, tsx loader)
- * against a bare `node -e 0`, interleaved runs, min and median. Nothing is asserted.
+ * against a bare `node -e 0`, interleaved runs, min and median. `settle --help` loads every
+ * command group, which every command did before commands were loaded per command: `settle key`
+ * against it is the before/after of that change. Nothing is asserted.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +14,10 @@ const BIN = fileURLToPath(new URL('../bin/settle.js', import.meta.url));
 
 const COMMANDS: { name: string; args: string[]; input?: string }[] = [
   { name: 'node -e 0', args: ['-e', '0'] },
+  // The floor for any command: tsx's loader, no settle module.
+  { name: 'node --import tsx -e 0', args: ['--import', 'tsx', '-e', '0'] },
+  // Loads every command group, as every command did before per-command loading: the "before".
+  { name: 'settle --help (every command group)', args: [BIN, '--help'] },
   {
     name: 'settle key',
     args: [
