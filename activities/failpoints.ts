@@ -10,7 +10,8 @@
  * Unset (always, in production) every failpoint is a no-op.
  *
  * The points, in the order an execution passes them:
- *   settled.before_intent            claimed, intent not yet recorded
+ *   settled.before_intent            planned; not yet claimed (the claim records the intent)
+ *   settled.after_claim              claimed with its intent; execution not started
  *   file_edit.before_rename          temporary file written, nothing changed yet
  *   file_edit.after_lease_check      lease checked, rename (the effect) not yet done
  *   file_edit.after_rename           effect done, not yet recorded

@@ -43,6 +43,11 @@ export interface ToolCallInput {
   capability?: unknown;
   /** How the key was derived (keyed mode uses the worker's SETTLE_KEY_SECRET). */
   keyMode?: 'sha256' | 'hmac';
+  /**
+   * Count this call as a valid proposal (settle_tool_calls) — in the claim statement, so the
+   * workflow needs no bookkeeping activity of its own. Absent in histories before the fast path.
+   */
+  countProposal?: boolean;
 }
 
 export interface ReadOnlyCallInput {
@@ -52,6 +57,8 @@ export interface ReadOnlyCallInput {
   /** The call's idempotency key (charges the capability budget once). */
   key?: string;
   capability?: unknown;
+  /** Count this call as a valid proposal (settle_tool_calls), alongside the read. */
+  proposal?: { turn: number; callId: string };
 }
 
 export type ReadOnlyResult = { kind: 'observed'; observation: Observation } | { kind: 'denied'; component: string; reason: string };
@@ -135,11 +142,21 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         { trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
         input.keyMode === 'hmac' ? keySecret() : undefined,
       );
+      // A call that never reaches the claim statement is counted on its own.
+      const countAlone = async () => {
+        if (input.countProposal) {
+          await callStats.recordProposedCall({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, issue: null });
+        }
+      };
       if (key !== input.key) {
+        await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
-      if (access.denied) return { kind: 'denied', ...access.denied };
+      if (access.denied) {
+        await countAlone();
+        return { kind: 'denied', ...access.denied };
+      }
       return runSettled(
         store,
         tool,
@@ -153,6 +170,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
             ctx.log.warn(`database unreachable; retrying "${what}" for key ${key}`, { error: err.message });
           },
           ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
+          ...(input.countProposal ? { countProposal: true } : {}),
         },
       ).then(boundOutcome);
     },
@@ -186,15 +204,20 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         input.key ?? `${audience}:${Context.current().info.activityId}`,
         audience,
       );
-      if (access.denied) return { kind: 'denied', ...access.denied };
-      let observation: Observation;
-      try {
-        observation = await tool.run(args, { workspace: input.workspace });
-      } catch (err) {
-        // The tool's own failure (a permission, an I/O error) is the answer to the model, not a
-        // reason to retry the activity or fail the turn.
-        observation = failed(`${input.tool} failed: ${err instanceof Error ? err.message : String(err)}`);
+      // Counted whatever the capability says (as the workflow counted it before the check).
+      const counted = input.proposal
+        ? callStats.recordProposedCall({ trajectoryId: audience, ...input.proposal, tool: input.tool, issue: null })
+        : null;
+      if (access.denied) {
+        await counted;
+        return { kind: 'denied', ...access.denied };
       }
+      // The tool's own failure (a permission, an I/O error) is the answer to the model, not a
+      // reason to retry the activity or fail the turn.
+      const run = tool
+        .run(args, { workspace: input.workspace })
+        .catch((err: unknown) => failed(`${input.tool} failed: ${err instanceof Error ? err.message : String(err)}`));
+      const [observation] = await Promise.all([run, counted]);
       return { kind: 'observed', observation: boundObservation(observation) };
     },
 
@@ -240,6 +263,7 @@ function settledCall(toolName: string, rawArgs: unknown) {
   return checkedCall(toolName, rawArgs, 'settled');
 }
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- the registry is heterogeneous; args were validated against the tool's own schema */
 function checkedCall<K extends 'read-only' | 'settled'>(
   toolName: string,
   rawArgs: unknown,
@@ -258,6 +282,7 @@ function checkedCall<K extends 'read-only' | 'settled'>(
   }
   return { tool: implementation.tool as never, args };
 }
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 export const KEY_SECRET_VARIABLE = 'SETTLE_KEY_SECRET';
 

@@ -14,6 +14,8 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Figure } from './support/figures';
 import { authorize } from '../activities/capability/authorize';
 import { sign, verifySignature } from '../activities/capability/signer';
 import { lookupVerified, rememberVerified, verifiedKey } from '../activities/capability/verified-tokens';
@@ -23,7 +25,7 @@ import { CapabilityToken, signingInput } from '../core/capability/token';
 const ROUNDS = 4;
 const N = 20_000;
 
-async function main(): Promise<void> {
+export async function benchCapability(): Promise<Figure[]> {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-capbench-'));
   fs.writeFileSync(path.join(ws, 'a.ts'), 'x');
   const ring = { signingKid: 'k1', keys: new Map([['k1', crypto.randomBytes(32)]]) };
@@ -97,18 +99,52 @@ async function main(): Promise<void> {
     }
   }
   const best = (xs: number[]) => Math.max(...xs);
-  console.log(`capability checks per second (best of ${ROUNDS} rounds; body ${bodyBytes.length} bytes)`);
-  console.log(`  check (parse + JCS + HMAC + rules)   ${best(rates.check).toFixed(0).padStart(8)}/s`);
-  console.log(`  check, token already verified       ${best(rates.cached).toFixed(0).padStart(8)}/s`);
-  console.log(`  check + realpath of the target      ${best(rates.fs).toFixed(0).padStart(8)}/s`);
-  console.log(`  bare HMAC-SHA-256 over the body      ${best(rates.hmac).toFixed(0).padStart(8)}/s`);
-  console.log(`  ratio check / HMAC (cold)            ${(best(rates.check) / best(rates.hmac)).toFixed(2)}×  (target ≥ 0.50×)`);
-  console.log(`  ratio check / HMAC (warm)            ${(best(rates.cached) / best(rates.hmac)).toFixed(2)}×`);
-  console.log(`  ratio check+fs / HMAC (warm)         ${(best(rates.fs) / best(rates.hmac)).toFixed(2)}×`);
   fs.rmSync(ws, { recursive: true, force: true });
+  const r2 = (x: number) => Math.round(x * 100) / 100;
+  const hmac = best(rates.hmac);
+  return [
+    { group: 'capability', figure: 'check, cold (parse + JCS + HMAC + rules)', value: Math.round(best(rates.check)), unit: '/s' },
+    { group: 'capability', figure: 'check, token already verified (warm)', value: Math.round(best(rates.cached)), unit: '/s' },
+    { group: 'capability', figure: 'check + realpath of the target', value: Math.round(best(rates.fs)), unit: '/s' },
+    {
+      group: 'capability',
+      figure: 'bare HMAC-SHA-256 over the body',
+      value: Math.round(hmac),
+      unit: '/s',
+      detail: { bodyBytes: bodyBytes.length },
+    },
+    {
+      group: 'capability',
+      figure: 'cold check / HMAC',
+      value: r2(best(rates.check) / hmac),
+      unit: '×',
+      against: 'bare HMAC-SHA-256 over the pre-serialized body',
+      detail: { target: '≥ 0.5' },
+    },
+    {
+      group: 'capability',
+      figure: 'warm check / HMAC',
+      value: r2(best(rates.cached) / hmac),
+      unit: '×',
+      against: 'bare HMAC-SHA-256 over the pre-serialized body',
+    },
+    {
+      group: 'capability',
+      figure: 'warm check + realpath / HMAC',
+      value: r2(best(rates.fs) / hmac),
+      unit: '×',
+      against: 'bare HMAC-SHA-256 over the pre-serialized body',
+    },
+  ];
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  benchCapability()
+    .then((figures) => {
+      for (const f of figures) console.log(`${f.figure.padEnd(48)} ${String(f.value).padStart(10)} ${f.unit}`);
+    })
+    .catch((err) => {
+      console.error(err);
+      process.exit(1);
+    });
+}

@@ -42,6 +42,7 @@ const pastTheLease = (random: () => number) => 4_500 + random() * 4_500;
 
 const FAILPOINTS = [
   'settled.before_intent',
+  'settled.after_claim',
   'file_edit.before_rename',
   'file_edit.after_lease_check',
   'file_edit.after_rename',
@@ -64,7 +65,10 @@ function zombies(name: string, description: string, points: string[], size = wor
 
 export const FULL: Scenario[] = [
   { name: 'worker-sigkill', description: 'SIGKILL of a random worker every 2–5 s', ...workload, faults: sigkills(2_000, 5_000) },
-  zombies('zombie-before-intent', 'a worker paused (SIGSTOP) past its lease after the claim, before the intent', ['settled.before_intent']),
+  zombies('zombie-before-intent', 'a worker paused (SIGSTOP) past its lease before the claim that records the intent, or right after it', [
+    'settled.before_intent',
+    'settled.after_claim',
+  ]),
   zombies('zombie-after-lease-check', 'paused past the lease between the lease check and the effect', [
     'file_edit.after_lease_check',
     'bash_execute.after_lease_check',

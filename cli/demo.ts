@@ -20,7 +20,8 @@ export interface DemoOptions {
   log: (line: string) => void;
 }
 
-export function demoTurns(workspace: string): ScriptedTurn[] {
+/** The demo's calls; `outside` is a file outside the workspace that one call tries to edit (and is refused). */
+export function demoTurns(workspace: string, outside = '/etc/hostname'): ScriptedTurn[] {
   const app = path.join(workspace, 'app.ts');
   const rename = {
     call_id: 'call_rename',
@@ -43,7 +44,7 @@ export function demoTurns(workspace: string): ScriptedTurn[] {
         // A tool-level error is a completed call whose result is the error.
         { call_id: 'call_missing', tool: 'file_edit', args: { path: app, old_str: 'no such text', new_str: 'x' } },
         // Outside the workspace: refused with nothing touched.
-        { call_id: 'call_escape', tool: 'file_edit', args: { path: '/etc/hostname', old_str: 'a', new_str: 'b' } },
+        { call_id: 'call_escape', tool: 'file_edit', args: { path: outside, old_str: 'a', new_str: 'b' } },
       ],
     },
   ];

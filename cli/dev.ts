@@ -29,6 +29,9 @@ export async function runDev(log: (line: string) => void): Promise<number> {
         `  TEMPORAL_NAMESPACE   ${settings.namespace}`,
         `  TEMPORAL_TASK_QUEUE  ${settings.taskQueue}`,
         `  DATABASE_URL         ${settings.databaseUrl}`,
+        `  dynamic config       ${Object.entries(stack.temporal.dynamicConfig)
+          .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+          .join(' ')}`,
       ].join('\n'),
     );
     // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.

@@ -1,17 +1,18 @@
 /**
  * The `settle` command. Invalid input exits 2 with one line naming the argument and the rule.
+ *
+ * Start-up is per command: the command groups in other files (and heavy dependencies such as
+ * Temporal's client, Postgres or the linter) are imported only when their command runs, so
+ * `settle key` does not pay for `settle start` (npm run bench measures it).
  */
 import fs from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { canonicalJson } from '../core/jcs';
+import { parseIJson } from '../core/json-text';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { isRecordState, RECORD_STATES } from '../core/records';
 import { UsageError } from './usage-error';
-import { withStore } from './connections';
-import { registerTrajectoryCommands } from './trajectory-commands';
-import { registerCapabilityCommands } from './cap-commands';
-import { registerWorkbenchCommands } from './workbench';
 
 const program = new Command();
 program
@@ -48,7 +49,8 @@ program
   .requiredOption('--args <json>', 'arguments as a JSON object')
   .option('--secret-env <VAR>', 'keyed mode: HMAC secret read from this environment variable')
   .action((opts: { trajectory: string; turn: number; callId: string; tool: string; args: string; secretEnv?: string }) => {
-    const args = parseJson(opts.args, '--args');
+    // Strict I-JSON (core/json-text.ts): a repeated member or a rounded number would give another call's key.
+    const args = withField(() => parseIJson(opts.args, { field: 'args' }), { args: '--args' });
     let secret: Uint8Array | undefined;
     if (opts.secretEnv !== undefined) {
       const value = process.env[opts.secretEnv];
@@ -68,9 +70,10 @@ program
 
 program
   .command('canonicalize')
-  .description('Read one JSON value on stdin; write its RFC 8785 (JCS) form and a newline.')
+  .description('Read one I-JSON value (UTF-8) on stdin; write its RFC 8785 (JCS) form and a newline.')
   .action(() => {
-    const value = parseJson(fs.readFileSync(0, 'utf8'), 'stdin');
+    // Bytes, not a string: invalid UTF-8 is refused rather than read as U+FFFD.
+    const value = withField(() => parseIJson(fs.readFileSync(0), { field: 'stdin' }), {});
     process.stdout.write(withField(() => canonicalJson(value, 'stdin'), {}) + '\n');
   });
 
@@ -101,6 +104,7 @@ program
   .option('--limit <n>', 'at most this many rows', parsePositiveInt('--limit'), 1000)
   .option('--json', 'one JSON array on stdout', false)
   .action(async (opts: { state?: (typeof RECORD_STATES)[number]; trajectory?: string; limit: number; json: boolean }) => {
+    const { withStore } = await import('./connections');
     await withStore(async (store) => {
       const records = await store.list({
         ...(opts.state ? { state: opts.state } : {}),
@@ -131,6 +135,7 @@ program
   .option('--json', 'JSON on stdout', false)
   .action(async (key: string, opts: { json: boolean }) => {
     if (!/^[0-9a-f]{64}$/.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
+    const { withStore } = await import('./connections');
     await withStore(async (store) => {
       const record = await store.get(key);
       if (!record) throw new UsageError(`KEY: no endpoint record for ${key}`);
@@ -170,14 +175,6 @@ function parseState(value: string) {
   return value;
 }
 
-function parseJson(text: string, field: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`${field}: must be valid JSON (${(err as Error).message})`);
-  }
-}
-
 /** Re-labels an InputError's field with the CLI flag that carried it. */
 function withField<T>(fn: () => T, flags: Record<string, string>): T {
   try {
@@ -192,10 +189,25 @@ function withField<T>(fn: () => T, flags: Record<string, string>): T {
   }
 }
 
-registerTrajectoryCommands(program);
-registerCapabilityCommands(program);
+/** Commands defined in other files, by the module that defines them. */
+const COMMAND_GROUPS: { commands: string[]; register: () => Promise<(program: Command) => void> }[] = [
+  {
+    commands: ['start', 'status', 'approve', 'resolve'],
+    register: async () => (await import('./trajectory-commands')).registerTrajectoryCommands,
+  },
+  { commands: ['cap'], register: async () => (await import('./cap-commands')).registerCapabilityCommands },
+  { commands: ['lint', 'stats', 'breakeven', 'cost'], register: async () => (await import('./workbench')).registerWorkbenchCommands },
+];
 
-registerWorkbenchCommands(program);
+/** The command named on the command line (the first argument that is not an option), if any. */
+const named = process.argv.slice(2).find((a) => !a.startsWith('-'));
+const isOwnCommand = program.commands.some((c) => c.name() === named);
+for (const group of COMMAND_GROUPS) {
+  // Help, an unknown command or one of this group's: register the group. Otherwise skip its imports.
+  if (!isOwnCommand && (named === undefined || group.commands.includes(named) || !COMMAND_GROUPS.some((g) => g.commands.includes(named)))) {
+    (await group.register())(program);
+  }
+}
 
 try {
   await program.parseAsync(process.argv);

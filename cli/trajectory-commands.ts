@@ -3,6 +3,8 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
+import { InputError } from '../core/errors';
+import { parseIJson } from '../core/json-text';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
 import { resolveCall } from './resolve-call';
@@ -109,30 +111,34 @@ export function registerTrajectoryCommands(program: Command): void {
 }
 
 function readSpec(specPath: string, capPath?: string): TrajectorySpec {
-  let text: string;
-  try {
-    text = fs.readFileSync(specPath === '-' ? 0 : specPath, 'utf8');
-  } catch (err) {
-    throw new UsageError(`SPEC: cannot read ${specPath} (${(err as Error).message})`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`SPEC: must be valid JSON (${(err as Error).message})`);
-  }
+  // Bytes through the strict I-JSON parser: the spec's scripted args become keys, so invalid
+  // UTF-8, repeated members, rounded numbers and absurd nesting are refused here (exit 2).
+  let json: unknown = strictJson(readBytes(specPath === '-' ? 0 : specPath, 'SPEC'), 'spec');
   if (capPath !== undefined) {
     if (json && typeof json === 'object' && 'capability' in json)
       throw new UsageError('--cap: must not be given when the spec has a "capability" already');
-    try {
-      json = { ...(json as object), capability: JSON.parse(fs.readFileSync(capPath, 'utf8')) as unknown };
-    } catch (err) {
-      throw new UsageError(`--cap: must be a readable JSON token file (${(err as Error).message})`);
-    }
+    json = { ...(json as object), capability: strictJson(readBytes(capPath, '--cap'), '--cap') };
   }
   const issues = allIssues(TrajectorySpecSchema, json, 'spec');
   if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
   return TrajectorySpecSchema.parse(json);
+}
+
+function readBytes(file: string | 0, flag: string): Uint8Array {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    throw new UsageError(`${flag}: cannot read ${file === 0 ? 'stdin' : file} (${(err as Error).message})`);
+  }
+}
+
+function strictJson(bytes: Uint8Array, field: string): unknown {
+  try {
+    return parseIJson(bytes, { field });
+  } catch (err) {
+    if (err instanceof InputError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /** A rejected update (validator) is bad input: show its reason as one line. */

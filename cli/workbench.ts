@@ -8,7 +8,8 @@
 import fs from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { InputError } from '../core/errors';
-import { extractDefinitions, formatFinding, hasErrors, lintDefinitions } from '../core/lint/index';
+import { assertJsonDepth } from '../core/json-text';
+import { extractAll, extractDefinitions, formatFinding, hasErrors, lintDefinitions, MAX_LINT_DOCUMENT_DEPTH } from '../core/lint/index';
 import { breakEvenRate, constrainedDecodingPaysOff } from '../core/workbench/breakeven';
 import { type CatalogCost, catalogCost, compareCatalogCost } from '../core/workbench/catalog-cost';
 import { parseDurationMs } from '../core/workbench/duration';
@@ -48,16 +49,22 @@ export function registerWorkbenchCommands(program: Command): void {
           source = file === '-' ? 'stdin' : file!;
           document = readJson(file!);
         }
-        const definitions = withSource(source, () => extractDefinitions(document));
-        const findings = lintDefinitions(definitions);
+        // Depth before anything recursive runs: past the limit, exit 2 with one line (no crash, no false finding).
+        const { definitions, skipped } = withSource(source, () => {
+          assertJsonDepth(document, 'the document', MAX_LINT_DOCUMENT_DEPTH);
+          return extractAll(document);
+        });
+        const findings = withSource(source, () => lintDefinitions(definitions));
         if (opts.json) console.log(JSON.stringify(findings, null, 2));
         else for (const f of findings) console.log(formatFinding(f));
+        for (const s of skipped) console.error(`settle lint: skipped ${s.name} (${s.pointer || '""'}): ${s.reason}`);
         const errors = findings.filter((f) => f.severity === 'error').length;
         const warnings = findings.length - errors;
+        const skippedText = skipped.length === 0 ? '' : `; ${plural(skipped.length, 'built-in tool')} skipped`;
         console.error(
           findings.length === 0
-            ? `settle lint: no findings in ${plural(definitions.length, 'tool')} (${source})`
-            : `settle lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${plural(definitions.length, 'tool')} (${source})`,
+            ? `settle lint: no findings in ${plural(definitions.length, 'tool')}${skippedText} (${source})`
+            : `settle lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${plural(definitions.length, 'tool')}${skippedText} (${source})`,
         );
         if (hasErrors(findings)) process.exitCode = 1;
       });

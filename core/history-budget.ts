@@ -58,7 +58,7 @@ export function fitObservations(items: (Observation | null)[], budget: number): 
   byAscending.forEach(({ size, i }, rank) => {
     const fair = Math.floor(left / (items.length - rank));
     share[i] = Math.min(size, fair);
-    left -= share[i]!;
+    left -= share[i];
   });
   return items.map((o, i) => (o === null ? null : fitObservation(o, Math.max(share[i]!, 64))));
 }

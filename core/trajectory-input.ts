@@ -38,7 +38,7 @@ export const ProposedCallSchema = z
       .string()
       .min(1)
       .max(MAX_CALL_ID_CHARS)
-      .refine((id) => !id.endsWith(COMPENSATION_SUFFIX), { message: `not end with ${COMPENSATION_SUFFIX} (reserved for compensations)` }),
+      .refine((id) => !id.endsWith(COMPENSATION_SUFFIX), { error: `not end with ${COMPENSATION_SUFFIX} (reserved for compensations)` }),
     tool: z.string().min(1).max(64),
     args: CallArgs,
   })

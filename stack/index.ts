@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { startPostgres, type PostgresHandle, type StartPostgresOptions } from './postgres';
-import { startTemporal, type TemporalHandle } from './temporal';
+import { startTemporal, type StartTemporalOptions, type TemporalHandle } from './temporal';
 import { SETTLE_DIR } from './paths';
 
 export interface Stack {
@@ -19,6 +19,8 @@ export interface StartStackOptions {
   /** Keep Temporal history in `.settle/temporal.db` and Postgres data between runs. */
   persistent?: boolean;
   postgres?: StartPostgresOptions;
+  /** Temporal dev server settings, e.g. `dynamicConfig` (default: the low-latency values). */
+  temporal?: Pick<StartTemporalOptions, 'dynamicConfig'>;
   log?: (line: string) => void;
 }
 
@@ -26,7 +28,7 @@ export async function startStack(options: StartStackOptions = {}): Promise<Stack
   const log = options.log ?? (() => {});
   const [postgres, temporal] = await settleBoth(
     startPostgres({ log, ...options.postgres }),
-    startTemporal({ log, ...(options.persistent ? { dbFile: path.join(SETTLE_DIR, 'temporal.db') } : {}) }),
+    startTemporal({ log, ...options.temporal, ...(options.persistent ? { dbFile: path.join(SETTLE_DIR, 'temporal.db') } : {}) }),
   );
   let stopped: Promise<void> | undefined;
   return {

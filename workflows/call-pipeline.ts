@@ -13,7 +13,7 @@ import { InputError } from '../core/errors';
 import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
 import { checkBody } from '../core/capability/rules';
-import { SPAWN_SUBAGENT, SpawnSubagentArgs } from '../core/capability/subagent';
+import { SPAWN_SUBAGENT, spawnSubagentArgs, type SpawnSubagentArgs } from '../core/capability/subagent';
 import { CATALOG, effectiveLevel, isToolName, type SideEffectLevel, type ToolName } from '../core/tools/catalog';
 import { isCompensationCallId } from '../core/tools/compensation';
 import { parseArgs } from '../core/validation';
@@ -80,7 +80,13 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
   }
   if (valid.tool === SPAWN_SUBAGENT) return runSpawn(ctx, report, call, valid);
   report.level = valid.level;
-  await countProposal(ctx, turn, call, null);
+  // Before PATCH_COUNT_IN_ACTIVITIES every valid call was counted here, by a local activity;
+  // since, the activity that runs the call counts it, and only a call that runs none is counted here.
+  const countHere = !ctx.state.countsInActivities;
+  if (countHere) await countProposal(ctx, turn, call, null);
+  const counted = async () => {
+    if (!countHere) await countProposal(ctx, turn, call, null);
+  };
 
   // 2. The key names the logical call; derived here, so it shows in history.
   const key = await finalKey(ctx, turn, call, valid);
@@ -91,17 +97,24 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
   // 3. Capability pre-check on the token's unsigned fields (cheap, no activity). The activity
   //    checks again with the signature, symlinks and budget: it decides, not this.
   const denial = precheckCapability(ctx, valid);
-  if (denial) return deniedByCapability(report, denial.component, denial.reason);
+  if (denial) {
+    await counted();
+    return deniedByCapability(report, denial.component, denial.reason);
+  }
 
-  // 4. By level.
-  if (valid.level === 'A0') return runReadOnly(ctx, report, valid, key, summary);
+  // 4. By level. The activity counts the proposal unless it was counted above (or is a compensation).
+  const countInActivity = !countHere && !isCompensationCallId(call.call_id);
+  if (valid.level === 'A0') return runReadOnly(ctx, report, valid, key, summary, countInActivity);
   let approval: { approver: string; reason: string } | undefined;
   if (valid.level === 'A3') {
     const decision = await approvalFor(ctx, report, key, summary);
-    if (decision?.decision === 'deny') return denied(report, decision);
+    if (decision?.decision === 'deny') {
+      await counted();
+      return denied(report, decision);
+    }
     approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
   }
-  await new SettledCall(ctx, report, key, valid.args, summary, approval).run();
+  await new SettledCall(ctx, report, key, valid.args, summary, approval, countInActivity).run();
   return report;
 }
 
@@ -133,7 +146,7 @@ function validate(ctx: CallContext, turn: number, call: ProposedCall, origin: Ca
   // The envelope first (call id, argument size and depth): model-proposed calls meet it here.
   if (origin === 'proposed') parseArgs(ProposedCallSchema, call, '');
   if (call.tool === SPAWN_SUBAGENT) {
-    const args = parseArgs(SpawnSubagentArgs, call.args);
+    const args = parseArgs(spawnSubagentArgs(), call.args);
     return {
       tool: SPAWN_SUBAGENT,
       args,
@@ -164,7 +177,14 @@ function precheckCapability(ctx: CallContext, valid: ValidCall): { component: st
 }
 
 /** A0: no endpoint record, a retry simply reads again. */
-async function runReadOnly(ctx: CallContext, report: CallReport, valid: ValidCall, key: string, summary: string): Promise<CallReport> {
+async function runReadOnly(
+  ctx: CallContext,
+  report: CallReport,
+  valid: ValidCall,
+  key: string,
+  summary: string,
+  countInActivity: boolean,
+): Promise<CallReport> {
   const { input } = ctx;
   report.attempts++;
   const result: ReadOnlyResult | Observation = await runReadOnlyTool.executeWithOptions(
@@ -178,6 +198,7 @@ async function runReadOnly(ctx: CallContext, report: CallReport, valid: ValidCal
         workspace: input.workspace,
         key,
         ...(input.capability ? { capability: input.capability } : {}),
+        ...(countInActivity ? { proposal: { turn: report.turn, callId: report.callId } } : {}),
       },
     ],
   );
@@ -228,7 +249,8 @@ export async function countProposal(
   call: ProposedCall,
   issue: { field: string; rule: string } | null,
 ): Promise<void> {
-  if (isCompensationCallId(call.call_id) || !patched(PATCH_RECORD_PROPOSED_CALLS)) return;
+  if (isCompensationCallId(call.call_id)) return;
+  if (!ctx.state.countsInActivities && !patched(PATCH_RECORD_PROPOSED_CALLS)) return;
   await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
 

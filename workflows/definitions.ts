@@ -6,7 +6,6 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
 import type { SideEffectLevel } from '../core/tools/catalog';
-import type { CapabilityToken } from '../core/capability/token';
 
 import type { ModelDriver, ProposedCall, RunTurnInput, ScriptedTurn, TrajectoryInputSchema } from '../core/trajectory-input';
 import type { z } from 'zod';

@@ -73,6 +73,8 @@ export class SettledCall {
     private readonly args: Record<string, unknown>,
     private readonly summary: string,
     private readonly approval: { approver: string; reason: string } | undefined,
+    /** The activity counts the proposal (PATCH_COUNT_IN_ACTIVITIES); idempotent across attempts. */
+    private readonly countProposal = false,
   ) {}
 
   private get state(): TrajectoryState {
@@ -135,6 +137,7 @@ export class SettledCall {
           ...(this.approval ? { approval: this.approval } : {}),
           ...(input.capability ? { capability: input.capability } : {}),
           ...(input.keyMode ? { keyMode: input.keyMode } : {}),
+          ...(this.countProposal ? { countProposal: true } : {}),
         },
       ],
     );

@@ -17,6 +17,13 @@ import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS, type Tra
 /** Patch id: search attributes are upserted only when their values change. */
 export const PATCH_UPSERT_ON_CHANGE = 'upsert-search-attributes-on-change-v1';
 
+/**
+ * Patch id: the activity that runs a valid call also counts it (the claim statement, or alongside
+ * an A0 read), so no bookkeeping local activity per call; implies PATCH_UPSERT_ON_CHANGE, so a
+ * new trajectory records one patch marker, not two. Histories before it replay as they ran.
+ */
+export const PATCH_COUNT_IN_ACTIVITIES = 'count-proposals-in-activities-v3';
+
 export class TrajectoryState {
   readonly reports: CallReport[];
   /** Validated arguments of every call, by key (compensators need them). */
@@ -39,8 +46,12 @@ export class TrajectoryState {
   private lastPublished: string | null = null;
   /** runTurn updates run one at a time in arrival order: each takes a ticket and waits for it. */
   private readonly turnQueue = { nextTicket: 0, serving: 0, running: 0 };
+  /** Whether this run counts valid proposals in their activities (PATCH_COUNT_IN_ACTIVITIES). */
+  readonly countsInActivities: boolean;
 
   constructor(carried?: CarriedState) {
+    // Decided once, first thing: every later step of this run follows the same branch.
+    this.countsInActivities = patched(PATCH_COUNT_IN_ACTIVITIES);
     this.reports = carried?.reports ?? [];
     this.turnsDone = new Set(carried?.turnsDone ?? []);
   }
@@ -138,7 +149,7 @@ export class TrajectoryState {
     const fingerprint = `${values.status}|${values.inDoubt}|${values.approvals}`;
     // Every upsert is a history event: skip unchanged values (patched, so histories recorded
     // before this change, which upserted on every step, still replay).
-    if (fingerprint === this.lastPublished && patched(PATCH_UPSERT_ON_CHANGE)) return;
+    if (fingerprint === this.lastPublished && (this.countsInActivities || patched(PATCH_UPSERT_ON_CHANGE))) return;
     this.lastPublished = fingerprint;
     upsertSearchAttributes([
       { key: SA_TRAJECTORY_STATUS, value: values.status },

@@ -23,6 +23,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { InputError } from '../core/errors';
+import { parseToolArguments } from '../core/json-text';
 import type { ChatMessage, ChatToolCall } from '../core/model/chat';
 import { fitConversation, fitObservations, fitReports, MAX_TURN_RESULT_CHARS, MAX_TURN_TOOL_MESSAGES_CHARS } from '../core/history-budget';
 import { failed, type Observation } from '../core/observation';
@@ -58,6 +59,8 @@ import { TrajectoryState } from './trajectory-state';
 export * from './definitions';
 
 const DEFAULT_MODEL_TURNS = 20;
+/** Model arguments parsed as strict I-JSON (core/json-text.ts); histories from before parsed them with JSON.parse. */
+const PATCH_STRICT_TOOL_ARGUMENTS = 'strict-tool-arguments-v1';
 
 const { recordArgs } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
@@ -226,9 +229,10 @@ async function runModelCall(ctx: CallContext, turn: number, c: ChatToolCall, ref
     problem = { field: 'args', rule: refusal.replace(/^args must /, ''), message: refusal };
   } else {
     try {
-      args = JSON.parse(c.function.arguments);
+      args = parseToolArguments(c.function.arguments, () => patched(PATCH_STRICT_TOOL_ARGUMENTS));
     } catch (err) {
-      problem = { field: 'args', rule: 'be valid JSON', message: `args must be valid JSON (${(err as Error).message})` };
+      const refused = err as InputError;
+      problem = { field: refused.field, rule: refused.rule, message: refused.message };
     }
   }
   if (problem === null) {

@@ -15,7 +15,7 @@ const caches = new WeakMap<KeyRing, Map<string, CapabilityToken>>();
 
 function cacheFor(ring: KeyRing): Map<string, CapabilityToken> {
   let cache = caches.get(ring);
-  if (!cache) caches.set(ring, (cache = new Map()));
+  if (!cache) caches.set(ring, (cache = new Map<string, CapabilityToken>()));
   return cache;
 }
 

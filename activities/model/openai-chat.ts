@@ -6,6 +6,7 @@
  */
 import { FAILURE } from '../../core/failures';
 import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
 import { boundModelReply, type ChatMessage, type ChatToolCall, type ModelConfig, type ModelReply } from '../../core/model/chat';
 import type { PublishedTool } from '../../core/tools/catalog';
 
@@ -66,24 +67,48 @@ function withoutDialect(schema: Record<string, unknown>): Record<string, unknown
   return rest;
 }
 
+/** The parts of a chat-completions response settle reads; servers differ in the rest. */
+const ChatCompletion = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullish(),
+          tool_calls: z
+            .array(
+              z.object({
+                id: z.string().nullish(),
+                function: z.object({ name: z.string().nullish(), arguments: z.unknown() }).nullish(),
+              }),
+            )
+            .nullish(),
+        }),
+      }),
+    )
+    .min(1),
+  usage: z.object({ total_tokens: z.number().nullish() }).nullish(),
+});
+
 function parseReply(text: string): ModelReply {
-  let json: any;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
     throw new Error(`model server answered with non-JSON: ${text.slice(0, 200)}`);
   }
-  const message = json?.choices?.[0]?.message;
-  if (!message) throw new Error(`model server answered without choices[0].message: ${text.slice(0, 200)}`);
-  const totalTokens = Number(json.usage?.total_tokens ?? 0);
-  const calls: ChatToolCall[] = (message.tool_calls ?? []).map((c: any, i: number) => ({
-    id: String(c.id ?? `call_${i}`),
+  const parsed = ChatCompletion.safeParse(json);
+  if (!parsed.success) throw new Error(`model server answered without choices[0].message: ${text.slice(0, 200)}`);
+  const { message } = parsed.data.choices[0]!;
+  const totalTokens = parsed.data.usage?.total_tokens ?? 0;
+  const calls: ChatToolCall[] = (message.tool_calls ?? []).map((c, i) => ({
+    id: c.id ?? `call_${i}`,
     type: 'function',
     function: {
-      name: String(c.function?.name ?? ''),
+      name: c.function?.name ?? '',
+      // Some servers send arguments as an object instead of JSON text.
       arguments: typeof c.function?.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function?.arguments ?? {}),
     },
   }));
   if (calls.length > 0) return { kind: 'tool_calls', content: message.content ?? null, calls, totalTokens };
-  return { kind: 'final', content: String(message.content ?? ''), totalTokens };
+  return { kind: 'final', content: message.content ?? '', totalTokens };
 }

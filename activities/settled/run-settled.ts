@@ -1,7 +1,7 @@
 /**
  * One attempt at one logical call, settled through its endpoint record:
  *
- *   claim → plan → record intent → execute (renewing the lease) → complete
+ *   plan (read-only) → claim + record intent (one statement) → execute (renewing the lease) → complete
  *
  * and the outcome the workflow acts on. Independent of Temporal: the activity passes a
  * `heartbeat` callback, tests can drive it directly against Postgres.
@@ -10,7 +10,7 @@ import type { Actor, CallOutcome, ProbeVerdict } from '../../core/records';
 import type { ClaimRequest, EndpointRecord, EndpointStore } from '../store/endpoint-store';
 import { isTransientDatabaseError } from '../store/database';
 import { failpoint } from '../failpoints';
-import { LeaseLost, NoEffect, type SettledTool, type ToolEnv } from './settled-tool';
+import { LeaseLost, NoEffect, type Plan, type SettledTool, type ToolEnv } from './settled-tool';
 
 export interface RunOptions {
   /** Lease on the database clock, renewed every `leaseMs / 3`. */
@@ -32,6 +32,8 @@ export interface RunOptions {
    * renewal was sent less than `leaseMs - marginMs` ago on this process's monotonic clock.
    */
   marginMs?: number;
+  /** Count the call as a valid proposal (settle_tool_calls) in the claim statement. */
+  countProposal?: boolean;
 }
 
 export async function runSettled<Args, Intent, Result>(
@@ -42,11 +44,24 @@ export async function runSettled<Args, Intent, Result>(
   options: RunOptions,
 ): Promise<CallOutcome<Result>> {
   const actor: Actor = `worker:${options.holder}`;
+  // Plan first: it is read-only, so running it before the claim changes nothing, and a plan that
+  // proceeds lets the claim record the intent in the same statement (one commit, not two). The
+  // tool re-checks the planned pre-state right before its effect (SettledTool.plan).
+  let plan: Plan<Intent, Result> | { kind: 'failed'; detail: string };
+  try {
+    plan = await tool.plan(call.args, env);
+  } catch (err) {
+    // Planning is read-only: whatever went wrong, nothing was touched.
+    plan = { kind: 'failed', detail: `planning failed before any effect: ${message(err)}` };
+  }
+  await failpoint('settled.before_intent');
   const claimSentAt = performance.now();
   const claim = await store.claim(call, {
     leaseMs: options.leaseMs,
     holder: options.holder,
     ...(options.claimDetail ? { detail: options.claimDetail } : {}),
+    ...(plan.kind === 'proceed' ? { intent: plan.intent } : {}),
+    ...(options.countProposal ? { countProposal: true } : {}),
   });
   switch (claim.kind) {
     case 'completed':
@@ -60,31 +75,12 @@ export async function runSettled<Args, Intent, Result>(
   }
   const { generation } = claim;
   const durable = durableWriter(options);
-  await failpoint('settled.before_intent');
 
   // From here on this executor owns (key, generation). Nothing below releases the key on an
   // exception unless the exception proves there was no effect.
-  let plan;
-  try {
-    plan = await tool.plan(call.args, env);
-  } catch (err) {
-    // Planning is read-only: whatever went wrong, nothing was touched.
-    return release(store, durable, call.key, generation, `planning failed before any effect: ${message(err)}`, actor);
-  }
-  if (plan.kind === 'answer') {
-    return finish(store, durable, call.key, generation, plan.result, actor);
-  }
-
-  let intentWrite;
-  try {
-    intentWrite = await store.recordIntent(call.key, generation, plan.intent, actor);
-  } catch (err) {
-    // Whether the intent reached the record is unknown, but the effect has certainly not started.
-    return release(store, durable, call.key, generation, `the intent could not be recorded (${message(err)}); effect never started`, actor);
-  }
-  if (!intentWrite.ok) {
-    return release(store, durable, call.key, generation, 'lease lapsed before the intent could be recorded', actor);
-  }
+  if (plan.kind === 'failed') return release(store, durable, call.key, generation, plan.detail, actor);
+  if (plan.kind === 'answer') return finish(store, durable, call.key, generation, plan.result, actor);
+  await failpoint('settled.after_claim');
 
   const lease = new LeaseKeeper(store, call.key, generation, options, claimSentAt);
   let result: Result;

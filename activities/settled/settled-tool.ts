@@ -31,6 +31,12 @@ export interface ExecutionContext {
 
 export interface SettledTool<Args, Intent, Result> {
   name: string;
+  /**
+   * Read-only. Runs before the claim (whose statement records the intent), so the pre-state it
+   * describes may change before the effect: `execute` must re-check what it relies on (file_edit
+   * compares the file's hash with `sha256_before` right before the rename) and throw NoEffect
+   * when it no longer holds.
+   */
   plan(args: Args, env: ToolEnv): Promise<Plan<Intent, Result>>;
   /**
    * Performs the effect. Throw NoEffect only when it is certain nothing happened; any other

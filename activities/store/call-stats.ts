@@ -6,27 +6,8 @@
  * second insert of the same name does nothing, so a retried activity or a re-delivered call
  * never counts twice. The first write wins, including its `at`.
  */
-import { type ColumnType, type Kysely, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { SettleDatabase } from './schema';
-
-/** Mirrors migrations/0002 (kept here, next to the only code that reads and writes it). */
-export type ToolCallsTable = {
-  trajectory_id: string;
-  turn: number;
-  call_id: string;
-  seq: ColumnType<number, number | undefined, never>;
-  tool: string;
-  valid: boolean;
-  field: string | null;
-  rule: string | null;
-  // Database clock only: always the column default, now().
-  at: ColumnType<Date, never, never>;
-};
-
-// Type aliases, not interfaces: Kysely's withTables wants an index-signature-compatible shape.
-export type ToolCallsDatabase = {
-  settle_tool_calls: ToolCallsTable;
-};
 
 export interface ProposedCall {
   trajectoryId: string;
@@ -56,10 +37,10 @@ export interface StatsOptions {
 }
 
 export class CallStats {
-  private readonly db: Kysely<SettleDatabase & ToolCallsDatabase>;
+  private readonly db: Kysely<SettleDatabase>;
 
   constructor(db: Kysely<SettleDatabase>) {
-    this.db = db.withTables<ToolCallsDatabase>();
+    this.db = db;
   }
 
   /** Records one proposed call. Returns false when it was already recorded (nothing changes). */

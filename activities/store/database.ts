@@ -9,6 +9,8 @@ import type { SettleDatabase } from './schema';
 export interface OpenDatabaseOptions {
   /** Pool size; the default suits one worker process. */
   max?: number;
+  /** Called with the SQL of every statement executed (tests and benchmarks count them). */
+  log?: (sql: string) => void;
 }
 
 export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Kysely<SettleDatabase> {
@@ -25,7 +27,25 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Ky
   // statement fails (and is retried by its caller), and the pool discards the broken client.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  return new Kysely<SettleDatabase>({ dialect: new PostgresDialect({ pool }) });
+  const log = options.log;
+  const db = new Kysely<SettleDatabase>({
+    dialect: new PostgresDialect({ pool }),
+    ...(log ? { log: (event) => (event.level === 'query' ? log(event.query.sql) : undefined) } : {}),
+  });
+  directAccess.set(db, { pool, ...(log ? { log } : {}) });
+  return db;
+}
+
+/** The pool under a handle made by openDatabase, for statements that run as named prepared statements (prepared.ts). */
+export interface DirectAccess {
+  pool: pg.Pool;
+  log?: (sql: string) => void;
+}
+
+const directAccess = new WeakMap<object, DirectAccess>();
+
+export function directAccessOf(db: object): DirectAccess | undefined {
+  return directAccess.get(db);
 }
 
 /** Fails fast with an error that names DATABASE_URL (without its password). */
@@ -132,7 +152,7 @@ export async function migrateToLatest(url: string): Promise<string[]> {
   try {
     await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
     const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
-    if (error) throw error instanceof Error ? error : new Error(String(error));
+    if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   } finally {
     await lockClient.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});

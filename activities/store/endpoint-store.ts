@@ -63,6 +63,14 @@ export interface ClaimOptions {
   holder: string;
   /** Extra facts recorded on the claim event, e.g. the approval of an A3 call. */
   detail?: Record<string, unknown>;
+  /**
+   * The call's intent, planned read-only before the claim: a claim that takes the key
+   * IN_FLIGHT stores it in the same statement (one commit instead of claim + recordIntent).
+   * Whoever passes it must re-check the pre-state it describes before the effect.
+   */
+  intent?: unknown;
+  /** Count the call as a valid proposal in settle_tool_calls (once per call) in the same statement. */
+  countProposal?: boolean;
 }
 
 export type ClaimResult =
@@ -160,6 +168,7 @@ export class EndpointStore {
    * Claims `request.key` in one atomic statement:
    * UNSEEN → IN_FLIGHT (generation 1); NOT_EXECUTED → IN_FLIGHT (generation + 1);
    * IN_FLIGHT with an expired lease → IN_DOUBT. Anything else is reported, not changed.
+   * With `options.intent`, a claim to IN_FLIGHT also records the intent (and its event).
    */
   async claim(request: ClaimRequest, options: ClaimOptions): Promise<ClaimResult> {
     assertLease(options.leaseMs);
@@ -175,6 +184,8 @@ export class EndpointStore {
       holder: options.holder,
       actor,
       extra: JSON.stringify(options.detail ?? {}),
+      intent: options.intent === undefined ? null : JSON.stringify(options.intent),
+      count_proposal: options.countProposal ? 1 : 0,
     });
     const claimed = rows[0];
 
@@ -305,20 +316,23 @@ export class EndpointStore {
   /**
    * Retention: deletes settled records (COMPLETED, NOT_EXECUTED) last changed more than
    * `olderThanMs` ago, with their events. IN_DOUBT and IN_FLIGHT are never purged. Choose
-   * `olderThanMs` longer than any trajectory that may still replay its calls.
+   * `olderThanMs` longer than any trajectory that may still replay its calls. `trajectoryIds`
+   * limits the purge to those trajectories (e.g. one tenant's, or a test's own rows).
    */
-  async purgeSettled(olderThanMs: number): Promise<number> {
+  async purgeSettled(olderThanMs: number, scope: { trajectoryIds?: string[] } = {}): Promise<number> {
     if (!Number.isSafeInteger(olderThanMs) || olderThanMs < 0) {
       throw new RangeError(`olderThanMs: must be an integer ≥ 0 (got ${olderThanMs})`);
     }
+    if (scope.trajectoryIds?.length === 0) return 0;
     const rows = await this.db
-      .with('purged', (db) =>
-        db
+      .with('purged', (db) => {
+        let purge = db
           .deleteFrom(RECORDS)
           .where('state', 'in', ['COMPLETED', 'NOT_EXECUTED'])
-          .where('updated_at', '<', sql<Date>`now() - ${olderThanMs} * interval '1 millisecond'`)
-          .returning('key'),
-      )
+          .where('updated_at', '<', sql<Date>`now() - ${olderThanMs} * interval '1 millisecond'`);
+        if (scope.trajectoryIds) purge = purge.where('trajectory_id', 'in', scope.trajectoryIds);
+        return purge.returning('key');
+      })
       .with('purged_events', (db) => db.deleteFrom(EVENTS).where('key', 'in', (eb) => eb.selectFrom('purged').select('purged.key')))
       .selectFrom('purged')
       .select((eb) => eb.fn.countAll<string>().as('n'))

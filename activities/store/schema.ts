@@ -1,4 +1,7 @@
-/** Kysely table types for the endpoint store (mirrors migrations/0001). */
+/**
+ * Kysely table types for every settle table, in one database interface (mirrors migrations/;
+ * a new migration updates this file in the same commit).
+ */
 import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { RecordState } from '../../core/records';
 
@@ -37,9 +40,47 @@ export interface EndpointEventsTable {
   at: Timestamp;
 }
 
+/** One proposed tool call and its validation outcome (migrations/0002), for malformed-call rates. */
+export interface ToolCallsTable {
+  trajectory_id: string;
+  turn: number;
+  call_id: string;
+  seq: ColumnType<number, number | undefined, never>;
+  tool: string;
+  valid: boolean;
+  field: string | null;
+  rule: string | null;
+  // Database clock only: always the column default, now().
+  at: ColumnType<Date, never, never>;
+}
+
+/** A capability's budget (migrations/0003): spent and reserved for sub-agents, in cost units. */
+export interface CapabilityBudgetsTable {
+  digest: string;
+  audience: string;
+  parent_digest: string | null;
+  // bigint columns: pg returns them as strings.
+  budget: ColumnType<string, number, number>;
+  spent: ColumnType<string, number | undefined, number>;
+  reserved: ColumnType<string, number | undefined, number>;
+  closed: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+/** One charge per call key (migrations/0003): a retried call is not charged twice. */
+export interface CapabilitySpendsTable {
+  key: string;
+  digest: string;
+  cost: ColumnType<string, number, number>;
+  at: ColumnType<Date, never, never>;
+}
+
 export interface SettleDatabase {
   settle_endpoint_records: EndpointRecordsTable;
   settle_endpoint_events: EndpointEventsTable;
+  settle_tool_calls: ToolCallsTable;
+  settle_capability_budgets: CapabilityBudgetsTable;
+  settle_capability_spends: CapabilitySpendsTable;
 }
 
 export type EndpointRecordRow = Selectable<EndpointRecordsTable>;

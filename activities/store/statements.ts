@@ -29,11 +29,23 @@ export interface ClaimParams extends Record<string, string | number | null> {
   actor: string;
   /** Extra facts for the claim event (e.g. the A3 approval), JSON object text. */
   extra: string;
+  /**
+   * The call's intent, JSON text, recorded by the claim itself (the tool planned read-only
+   * before claiming); null: no intent yet (recordIntent may follow).
+   */
+  intent: string | null;
+  /** 1: also count this call as a valid proposal (settle_tool_calls, once per call); 0: do not. */
+  count_proposal: number;
 }
 
 /**
  * UNSEEN → IN_FLIGHT (generation 1); NOT_EXECUTED → IN_FLIGHT (generation + 1); IN_FLIGHT with an
  * expired lease (database clock) → IN_DOUBT. Returns the row only if it transitioned.
+ *
+ * In the same statement (one commit): a claim that takes the key IN_FLIGHT with an intent stores
+ * it and appends the intent event after the claim event — the trail reads as if recordIntent had
+ * followed; and, when asked, the valid proposal is counted (`ON CONFLICT DO NOTHING`: retries and
+ * replays count once, whatever the claim's outcome).
  */
 export function claimStatement(db: Kysely<SettleDatabase>) {
   return new PreparedStatement(
@@ -53,6 +65,7 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
               generation: 1,
               lease_until: leaseFromNow(p.lease_ms),
               holder: p.holder,
+              intent: sql`${p.intent}::jsonb`,
             })
             .onConflict((oc) =>
               oc
@@ -77,7 +90,7 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                     intent: eb
                       .case()
                       .when(wasNotExecuted)
-                      .then(null)
+                      .then(eb.ref('excluded.intent'))
                       .else(eb.ref(`${RECORDS}.intent`))
                       .end(),
                     detail: eb
@@ -129,11 +142,52 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                   'detail',
                 ),
               ]),
+            )
+            .returning('id'),
+        )
+        // The intent event comes after the claim event in the trail (ids from one sequence): its
+        // condition reads `event`, so Postgres finishes that insert first (an InitPlan).
+        .with('intent_event', (db) =>
+          db
+            .insertInto(EVENTS)
+            .columns(['key', 'generation', 'from_state', 'to_state', 'actor', 'detail'])
+            .expression((eb) =>
+              eb
+                .selectFrom('claimed')
+                .select([
+                  'claimed.key',
+                  'claimed.generation',
+                  sql.lit('IN_FLIGHT').as('from_state'),
+                  'claimed.state',
+                  sql<string>`${p.actor}::text`.as('actor'),
+                  sql<string>`jsonb_build_object('op', 'intent', 'intent', claimed.intent)`.as('detail'),
+                ])
+                .where('claimed.state', '=', sql.lit('IN_FLIGHT'))
+                .where(sql<boolean>`${p.intent}::jsonb is not null`)
+                .where(sql<boolean>`(select count(*) from event) > 0`),
             ),
+        )
+        .with('proposal', (db) =>
+          db
+            .insertInto('settle_tool_calls')
+            .columns(['trajectory_id', 'turn', 'call_id', 'seq', 'tool', 'valid'])
+            .expression(
+              db
+                .selectNoFrom([
+                  sql<string>`${p.trajectory_id}::text`.as('trajectory_id'),
+                  sql<number>`${p.turn}::int`.as('turn'),
+                  sql<string>`${p.call_id}::text`.as('call_id'),
+                  sql.lit(0).as('seq'),
+                  sql<string>`${p.tool}::text`.as('tool'),
+                  sql.lit(true).as('valid'),
+                ])
+                .where(sql<boolean>`${p.count_proposal}::int = 1`),
+            )
+            .onConflict((oc) => oc.columns(['trajectory_id', 'turn', 'call_id', 'seq']).doNothing()),
         )
         .selectFrom('claimed')
         .selectAll(),
-    ['key', 'trajectory_id', 'turn', 'call_id', 'tool', 'args', 'lease_ms', 'holder', 'actor', 'extra'],
+    ['key', 'trajectory_id', 'turn', 'call_id', 'tool', 'args', 'lease_ms', 'holder', 'actor', 'extra', 'intent', 'count_proposal'],
   );
 }
 

@@ -8,11 +8,13 @@ import { fileEdit } from './file-edit';
 import { fileView } from './file-view';
 import { grepSearch } from './grep-search';
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- a heterogeneous registry: each tool validates its own argument type */
 export type ToolImplementation =
   /** A0: runs directly, no endpoint record. */
   | { kind: 'read-only'; tool: ReadOnlyTool<any> }
   /** A1–A3: runs through endpoint records, with intent and probe. */
   | { kind: 'settled'; tool: SettledTool<any, any, Observation> };
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 export const TOOL_IMPLEMENTATIONS = {
   bash_execute: { kind: 'settled', tool: bashExecute },

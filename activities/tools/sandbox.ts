@@ -79,8 +79,8 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   });
   const stdout = new BoundedBuffer(MAX_OUTPUT_BYTES);
   const stderr = new BoundedBuffer(MAX_OUTPUT_BYTES);
-  child.stdout!.on('data', (b: Buffer) => stdout.push(b));
-  child.stderr!.on('data', (b: Buffer) => stderr.push(b));
+  child.stdout.on('data', (b: Buffer) => stdout.push(b));
+  child.stderr.on('data', (b: Buffer) => stderr.push(b));
 
   let timedOut = false;
   const timer = setTimeout(() => {

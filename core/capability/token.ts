@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { canonicalJson, canonicalJsonOfValidated, type JsonValue } from '../jcs';
+import { canonicalJson, canonicalJsonOfValidated } from '../jcs';
 
 export const RIGHTS = ['read', 'write', 'exec', 'connect'] as const;
 export type Right = (typeof RIGHTS)[number];
@@ -67,7 +67,7 @@ const utf8 = new TextEncoder();
 
 /** The exact text that is signed (its UTF-8 bytes): RFC 8785 of a schema-valid body. */
 export function signingText(body: CapabilityBody): string {
-  return canonicalJsonOfValidated(body as unknown as JsonValue);
+  return canonicalJsonOfValidated(body);
 }
 
 /** The exact bytes that are signed. */

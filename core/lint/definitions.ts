@@ -4,8 +4,13 @@
  * - `{"tools": [...]}`, which is also the shape of an MCP `tools/list` result;
  * - a single definition (source listing 1 is one).
  * A definition's argument schema may sit under `parameters` (OpenAI, our catalog),
- * `inputSchema` (MCP) or `input_schema` (Anthropic); OpenAI's `{"type": "function",
- * "function": {...}}` wrapper is unwrapped.
+ * `inputSchema` (MCP), `input_schema` (Anthropic) or `parametersJsonSchema` (Gemini); OpenAI's
+ * `{"type": "function", "function": {...}}` wrapper is unwrapped, and Gemini's
+ * `{"functionDeclarations": [...]}` (alone, or as entries of `tools`) is read as a list.
+ *
+ * A provider's built-in tool (`{"type": "text_editor_20250124", "name": …}`, OpenAI's
+ * `{"type": "web_search_preview"}`) carries no argument schema because the provider defines it:
+ * it is returned as skipped, with its type, rather than reported as a tool without a schema.
  *
  * Input that is not a tool list at all is an InputError (the CLI exits 2); a definition that
  * is merely weak is the linter's business, not this module's.
@@ -14,22 +19,84 @@ import { InputError } from '../errors';
 import { appendPointer } from './pointer';
 import type { ToolDefinition } from './types';
 
-export const SCHEMA_KEYS = ['parameters', 'inputSchema', 'input_schema'] as const;
+export const SCHEMA_KEYS = ['parameters', 'inputSchema', 'input_schema', 'parametersJsonSchema'] as const;
+
+/** A definition the linter did not read, and why. */
+export interface SkippedDefinition {
+  name: string;
+  pointer: string;
+  reason: string;
+}
+
+export interface ExtractedDefinitions {
+  definitions: ToolDefinition[];
+  skipped: SkippedDefinition[];
+}
 
 export function extractDefinitions(document: unknown): ToolDefinition[] {
-  if (Array.isArray(document)) return document.map((d, i) => definitionAt(d, appendPointer('', i), `[${i}]`));
+  return extractAll(document).definitions;
+}
+
+/** The definitions in a document, and the entries it skipped (provider built-ins). */
+export function extractAll(document: unknown): ExtractedDefinitions {
+  const out: ExtractedDefinitions = { definitions: [], skipped: [] };
+  if (Array.isArray(document)) {
+    document.forEach((d, i) => entryAt(d, appendPointer('', i), `[${i}]`, out));
+    return out;
+  }
   if (isObject(document)) {
     if ('tools' in document) {
       const tools = document.tools;
       if (!Array.isArray(tools)) throw new InputError('tools', `be an array of tool definitions (got ${kind(tools)})`);
-      return tools.map((d, i) => definitionAt(d, appendPointer('', 'tools', i), `tools[${i}]`));
+      tools.forEach((d, i) => entryAt(d, appendPointer('', 'tools', i), `tools[${i}]`, out));
+      return out;
     }
-    if ('name' in document) return [definitionAt(document, '', '')];
+    if ('functionDeclarations' in document) {
+      functionDeclarations(document, '', '', out);
+      return out;
+    }
+    if ('name' in document || typeof document.type === 'string') {
+      entryAt(document, '', '', out);
+      return out;
+    }
   }
   throw new InputError(
     'the document',
-    `be an array of tool definitions, {"tools": [...]} (e.g. an MCP tools/list result) or one definition with a name (got ${kind(document)})`,
+    `be an array of tool definitions, {"tools": [...]} (e.g. an MCP tools/list result), {"functionDeclarations": [...]} or one definition with a name (got ${kind(document)})`,
   );
+}
+
+function entryAt(value: unknown, pointer: string, field: string, out: ExtractedDefinitions): void {
+  if (isObject(value) && 'functionDeclarations' in value && !('name' in value)) {
+    functionDeclarations(value, pointer, field, out);
+    return;
+  }
+  const builtIn = builtInType(value);
+  if (builtIn !== undefined) {
+    const name = isObject(value) && typeof value.name === 'string' && value.name.length > 0 ? value.name : builtIn;
+    out.skipped.push({
+      name,
+      pointer,
+      reason: `provider built-in tool (type ${JSON.stringify(builtIn)}): its arguments are defined by the provider`,
+    });
+    return;
+  }
+  out.definitions.push(definitionAt(value, pointer, field));
+}
+
+/** Gemini: `{"functionDeclarations": [{name, description, parameters | parametersJsonSchema}]}`. */
+function functionDeclarations(value: Record<string, unknown>, pointer: string, field: string, out: ExtractedDefinitions): void {
+  const list = value.functionDeclarations;
+  const at = field ? `${field}.functionDeclarations` : 'functionDeclarations';
+  if (!Array.isArray(list)) throw new InputError(at, `be an array of function declarations (got ${kind(list)})`);
+  list.forEach((d, i) => out.definitions.push(definitionAt(d, appendPointer(pointer, 'functionDeclarations', i), `${at}[${i}]`)));
+}
+
+/** The `type` of a provider built-in tool: a type other than "function", and no argument schema of its own. */
+function builtInType(value: unknown): string | undefined {
+  if (!isObject(value) || typeof value.type !== 'string' || value.type === 'function') return undefined;
+  if (SCHEMA_KEYS.some((k) => k in value)) return undefined;
+  return value.type;
 }
 
 function definitionAt(value: unknown, pointer: string, field: string, wrapper?: Record<string, unknown>): ToolDefinition {

@@ -2,7 +2,8 @@
  * The tool-definition linter (docs/design.md#typed-tool-interface): the five schema rules of the source text and the
  * anti-patterns of its table, over definitions in any of the usual formats. Pure: no I/O.
  */
-import { extractDefinitions } from './definitions';
+import { assertJsonDepth } from '../json-text';
+import { extractAll, type SkippedDefinition } from './definitions';
 import type { RuleContext } from './rules/context';
 import { checkBounds } from './rules/bounds';
 import { checkDialect } from './rules/dialect';
@@ -12,11 +13,19 @@ import { checkUnions } from './rules/unions';
 import { checkUnits } from './rules/units';
 import { checkWholeFileRewrite } from './rules/whole-file';
 import type { Finding, ToolDefinition } from './types';
+import { checkRefs } from './rules/refs';
 import { walkSchema } from './walk';
 
 export type { Finding, RuleId, Severity, ToolDefinition } from './types';
 export { RULE_IDS } from './types';
-export { extractDefinitions } from './definitions';
+export { extractAll, extractDefinitions, type SkippedDefinition } from './definitions';
+export { MAX_SCHEMA_DEPTH } from './walk';
+
+/**
+ * Documents nested deeper than this are refused before any rule runs: ajv's meta-schema check
+ * recurses through keywords the walker does not follow (`not`, `if`, `const` values).
+ */
+export const MAX_LINT_DOCUMENT_DEPTH = 256;
 
 const NODE_RULES = [checkObjects, checkRequired, checkBounds, checkUnits, checkUnions];
 
@@ -25,7 +34,9 @@ export function lintDefinitions(definitions: ToolDefinition[]): Finding[] {
   const out: Finding[] = [];
   for (const tool of definitions) {
     const ctx: RuleContext = { tool };
-    out.push(...checkSchemaPresent(ctx), ...checkDialect(ctx));
+    // Depth first: a schema past MAX_SCHEMA_DEPTH is an InputError before ajv or any rule recurses.
+    for (const _ of walkSchema(tool.schema, tool.schemaPointer));
+    out.push(...checkSchemaPresent(ctx), ...checkDialect(ctx), ...checkRefs(ctx));
     for (const node of walkSchema(tool.schema, tool.schemaPointer)) {
       for (const rule of NODE_RULES) out.push(...rule(node, ctx));
     }
@@ -35,9 +46,10 @@ export function lintDefinitions(definitions: ToolDefinition[]): Finding[] {
 }
 
 /** Lints a parsed document (array, `{"tools": [...]}` or one definition). Throws InputError on a non-tool-list. */
-export function lintDocument(document: unknown): { tools: number; findings: Finding[] } {
-  const definitions = extractDefinitions(document);
-  return { tools: definitions.length, findings: lintDefinitions(definitions) };
+export function lintDocument(document: unknown): { tools: number; findings: Finding[]; skipped: SkippedDefinition[] } {
+  assertJsonDepth(document, 'the document', MAX_LINT_DOCUMENT_DEPTH);
+  const { definitions, skipped } = extractAll(document);
+  return { tools: definitions.length, findings: lintDefinitions(definitions), skipped };
 }
 
 /** One line per finding: severity, rule, tool, pointer, message, fix hint. */

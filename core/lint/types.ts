@@ -16,6 +16,8 @@ export const RULE_IDS = [
   'untyped-bag',
   'whole-file-rewrite',
   'json-schema-2020-12',
+  // Every $ref resolves inside the schema (issue 13).
+  'resolvable-refs',
 ] as const;
 
 export type RuleId = (typeof RULE_IDS)[number];

@@ -1,5 +1,14 @@
 /** Every sub-schema of a JSON Schema, in document order, with its pointer and how it was reached. */
+import { InputError } from '../errors';
 import { appendPointer } from './pointer';
+
+/**
+ * Sub-schemas nested deeper than this are refused (an InputError: the CLI exits 2). Real tool
+ * schemas nest a dozen levels at most; the walker recurses once per level, and so does ajv's
+ * meta-schema check, which overflowed the stack (and came out as a false dialect error) from
+ * about 650 levels. The argument schema itself is level 1.
+ */
+export const MAX_SCHEMA_DEPTH = 64;
 
 export type SchemaRole =
   /** The argument schema itself. */
@@ -29,7 +38,10 @@ const BRANCH_LIST_KEYS = ['anyOf', 'oneOf', 'allOf'] as const;
 const BRANCH_KEYS = ['then', 'else'] as const;
 const MAP_KEYS = ['patternProperties', 'dependentSchemas'] as const;
 
-export function* walkSchema(schema: unknown, pointer: string, role: SchemaRole = 'root', name?: string): Generator<SchemaNode> {
+export function* walkSchema(schema: unknown, pointer: string, role: SchemaRole = 'root', name?: string, depth = 1): Generator<SchemaNode> {
+  if (depth > MAX_SCHEMA_DEPTH && (typeof schema === 'boolean' || isObject(schema))) {
+    throw new InputError(pointer || '/', `nest sub-schemas at most ${MAX_SCHEMA_DEPTH} levels deep (settle lint's limit)`);
+  }
   if (typeof schema === 'boolean') {
     yield { node: schema, pointer, role, ...(name === undefined ? {} : { name }) };
     return;
@@ -38,29 +50,34 @@ export function* walkSchema(schema: unknown, pointer: string, role: SchemaRole =
   yield { node: schema, pointer, role, ...(name === undefined ? {} : { name }) };
   if (isObject(schema.properties)) {
     for (const [key, sub] of Object.entries(schema.properties))
-      yield* walkSchema(sub, appendPointer(pointer, 'properties', key), 'property', key);
+      yield* walkSchema(sub, appendPointer(pointer, 'properties', key), 'property', key, depth + 1);
   }
   for (const key of MAP_KEYS) {
     if (!isObject(schema[key])) continue;
-    for (const [k, sub] of Object.entries(schema[key])) yield* walkSchema(sub, appendPointer(pointer, key, k), 'value');
+    for (const [k, sub] of Object.entries(schema[key]))
+      yield* walkSchema(sub, appendPointer(pointer, key, k), 'value', undefined, depth + 1);
   }
-  for (const key of VALUE_KEYS) yield* walkSchema(schema[key], appendPointer(pointer, key), 'value');
+  for (const key of VALUE_KEYS) yield* walkSchema(schema[key], appendPointer(pointer, key), 'value', undefined, depth + 1);
   if (Array.isArray(schema.prefixItems)) {
-    for (const [i, sub] of schema.prefixItems.entries()) yield* walkSchema(sub, appendPointer(pointer, 'prefixItems', i), 'value');
+    for (const [i, sub] of schema.prefixItems.entries())
+      yield* walkSchema(sub, appendPointer(pointer, 'prefixItems', i), 'value', undefined, depth + 1);
   }
   // Draft-07 tuple form (`items: [...]`): not valid 2020-12 (the meta-schema rule says so), but
   // its members still deserve the other rules.
   if (Array.isArray(schema.items)) {
-    for (const [i, sub] of schema.items.entries()) yield* walkSchema(sub, appendPointer(pointer, 'items', i), 'value');
+    for (const [i, sub] of schema.items.entries())
+      yield* walkSchema(sub, appendPointer(pointer, 'items', i), 'value', undefined, depth + 1);
   }
   for (const key of BRANCH_LIST_KEYS) {
     if (!Array.isArray(schema[key])) continue;
-    for (const [i, sub] of (schema[key] as unknown[]).entries()) yield* walkSchema(sub, appendPointer(pointer, key, i), 'branch');
+    for (const [i, sub] of (schema[key] as unknown[]).entries())
+      yield* walkSchema(sub, appendPointer(pointer, key, i), 'branch', undefined, depth + 1);
   }
-  for (const key of BRANCH_KEYS) yield* walkSchema(schema[key], appendPointer(pointer, key), 'branch');
+  for (const key of BRANCH_KEYS) yield* walkSchema(schema[key], appendPointer(pointer, key), 'branch', undefined, depth + 1);
   for (const key of ['$defs', 'definitions'] as const) {
     if (!isObject(schema[key])) continue;
-    for (const [k, sub] of Object.entries(schema[key])) yield* walkSchema(sub, appendPointer(pointer, key, k), 'definition');
+    for (const [k, sub] of Object.entries(schema[key]))
+      yield* walkSchema(sub, appendPointer(pointer, key, k), 'definition', undefined, depth + 1);
   }
 }
 

@@ -5,10 +5,10 @@
  * Levels come from this registry only, never from annotations supplied by a tool server.
  */
 import { z } from 'zod';
-import { BASH_EXECUTE, BashExecuteArgs } from './bash-execute';
-import { FILE_EDIT, FileEditArgs } from './file-edit';
-import { FILE_VIEW, FileViewArgs } from './file-view';
-import { GREP_SEARCH, GrepSearchArgs } from './grep-search';
+import { BASH_EXECUTE, bashExecuteArgs } from './bash-execute';
+import { FILE_EDIT, fileEditArgs } from './file-edit';
+import { FILE_VIEW, fileViewArgs } from './file-view';
+import { GREP_SEARCH, grepSearchArgs } from './grep-search';
 
 /** What a tool does to the world, as declared by us. */
 export type SideEffectAnnotation = 'read-only' | 'idempotent' | 'reversible' | 'destructive';
@@ -42,15 +42,23 @@ export interface CatalogEntry {
   args: z.ZodType;
 }
 
-function entry<N extends string>(name: N, annotation: SideEffectAnnotation, args: z.ZodType) {
-  return { name, annotation, level: LEVEL_OF[annotation], args } as const;
+/** `args` is built on first use: workflow code pays only for the tools a trajectory calls. */
+function entry<N extends string>(name: N, annotation: SideEffectAnnotation, args: () => z.ZodType) {
+  return {
+    name,
+    annotation,
+    level: LEVEL_OF[annotation],
+    get args(): z.ZodType {
+      return args();
+    },
+  } as const;
 }
 
 export const CATALOG = {
-  [BASH_EXECUTE]: entry(BASH_EXECUTE, 'reversible', BashExecuteArgs),
-  [FILE_VIEW]: entry(FILE_VIEW, 'read-only', FileViewArgs),
-  [FILE_EDIT]: entry(FILE_EDIT, 'reversible', FileEditArgs),
-  [GREP_SEARCH]: entry(GREP_SEARCH, 'read-only', GrepSearchArgs),
+  [BASH_EXECUTE]: entry(BASH_EXECUTE, 'reversible', bashExecuteArgs),
+  [FILE_VIEW]: entry(FILE_VIEW, 'read-only', fileViewArgs),
+  [FILE_EDIT]: entry(FILE_EDIT, 'reversible', fileEditArgs),
+  [GREP_SEARCH]: entry(GREP_SEARCH, 'read-only', grepSearchArgs),
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ToolName = keyof typeof CATALOG;
@@ -80,6 +88,6 @@ export function publishedCatalog(): PublishedTool[] {
   return Object.values(CATALOG).map((tool) => {
     const schema = z.toJSONSchema(tool.args, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
     const { description, ...parameters } = schema;
-    return { name: tool.name, description: String(description ?? ''), parameters, 'x-settle-level': tool.level };
+    return { name: tool.name, description: typeof description === 'string' ? description : '', parameters, 'x-settle-level': tool.level };
   });
 }

@@ -70,14 +70,14 @@ async function check(token: unknown, target: Target, over: Partial<AccessRequest
 const p = (x: string): Target => ({ kind: 'path', path: x });
 
 describe('legitimate accesses are allowed', () => {
-  it.each([
+  it.each<[string, () => Target]>([
     ['a file in the workspace', () => p(path.join(ws, 'src', 'a.ts'))],
     ['a new file in the workspace', () => p(path.join(ws, 'src', 'new.ts'))],
     ['the workspace itself', () => p(ws)],
     ['a symlink that stays inside', () => p(path.join(ws, 'inner', 'a.ts'))],
     ['an NFD spelling of an NFC path inside', () => p(path.join(ws, 'cafe\u0301', 'x'))],
-    ['a subdomain of a host', () => ({ kind: 'host', host: 'API.Example.com' }) as Target],
-    ['the named repository', () => ({ kind: 'repo', repo: 'acme/widgets' }) as Target],
+    ['a subdomain of a host', () => ({ kind: 'host', host: 'API.Example.com' })],
+    ['the named repository', () => ({ kind: 'repo', repo: 'acme/widgets' })],
   ])('%s', async (_name, target) => {
     expect(await check(mint(), target())).toEqual({ allowed: true });
   });
@@ -90,7 +90,7 @@ describe('legitimate accesses are allowed', () => {
 });
 
 describe('attacks are denied with the right component', () => {
-  it.each([
+  it.each<[string, () => Target, string]>([
     ['traversal with ..', () => p(`${ws}/../${path.basename(outside)}/secret.txt`), 'objects'],
     ['a sibling sharing the prefix', () => p(`${ws}-evil/x`), 'objects'],
     ['a symlink pointing out', () => p(path.join(ws, 'escape', 'secret.txt')), 'objects'],
@@ -101,8 +101,8 @@ describe('attacks are denied with the right component', () => {
     ['a trailing slash', () => p(`${ws}/src/`), 'objects'],
     ['an empty segment', () => p(`${ws}//src/a.ts`), 'objects'],
     ['a relative path', () => p('src/a.ts'), 'objects'],
-    ['a host that only ends with the name', () => ({ kind: 'host', host: 'badexample.com' }) as Target, 'objects'],
-    ['another repository of the owner', () => ({ kind: 'repo', repo: 'acme/widgets-private' }) as Target, 'objects'],
+    ['a host that only ends with the name', () => ({ kind: 'host', host: 'badexample.com' }), 'objects'],
+    ['another repository of the owner', () => ({ kind: 'repo', repo: 'acme/widgets-private' }), 'objects'],
   ])('%s', async (_name, target, component) => {
     expect(await check(mint(), target())).toMatchObject({ allowed: false, component });
   });
@@ -121,7 +121,7 @@ describe('attacks are denied with the right component', () => {
   ])('a tampered %s is denied', async (field, tamper) => {
     const token = mint();
     const forged = { body: tamper(token), sig: token.sig };
-    const verdict = await check(forged, p(ws), { audience: forged.body.aud as string });
+    const verdict = await check(forged, p(ws), { audience: forged.body.aud });
     expect(verdict.allowed).toBe(false);
     expect(field === 'v' ? 'format' : 'signature').toBe((verdict as { component: string }).component);
   });

@@ -14,6 +14,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { settleCallUpdate } from '../../workflows/trajectory';
 import type { TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
@@ -43,8 +44,8 @@ function startWorkerProcess(
   });
   children.push(child);
   let out = '';
-  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
   const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, signal) => r(signal ?? code)));
   return { child, exited, output: () => out };
 }
@@ -148,10 +149,10 @@ describe('worker killed mid-effect', () => {
         // The trajectory shows what it waits for, in search attributes and current details.
         await waitFor(async () => {
           const d = await handle.describe();
-          return d.searchAttributes.SettleTrajectoryStatus?.[0] === 'waiting_operator';
+          return d.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator';
         });
         const described = await handle.describe();
-        expect(described.searchAttributes.SettleInDoubtCount).toEqual([1]);
+        expect(described.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(1);
         // A bad update is refused by the validator, naming the field.
         await expect(
           handle.executeUpdate(settleCallUpdate, { args: [{ key, verdict: 'applied', operator: '', reason: 'x' }] }),
@@ -181,7 +182,7 @@ describe('shell command killed mid-call', () => {
     const { result, file, events, record } = await crashScenario('bash_execute.after_run', {
       call: (f) => ({ call_id: 'deploy', tool: 'bash_execute', args: { command: `echo deployed >> ${path.basename(f)}.log` } }),
       whileRunning: async (handle, key) => {
-        await waitFor(async () => (await handle.describe()).searchAttributes.SettleTrajectoryStatus?.[0] === 'waiting_operator');
+        await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator');
         const cli = spawnSync(
           process.execPath,
           [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'deploy log shows the release went out'],

@@ -206,4 +206,26 @@ describe('settle start / status', () => {
     expect(both.code).toBe(2);
     expect(both.stderr.trim()).toBe('settle: spec.model must not be given together with turns (choose one driver)');
   });
+
+  it('reads the spec as strict I-JSON: a repeated member, a rounded number or invalid UTF-8 exits 2 before anything starts', () => {
+    const ws = tempWorkspace('spec-strict');
+    const spec = path.join(ws, 'spec.json');
+    const turns = (args: string) =>
+      `{"trajectoryId":"x","workspace":"${ws}","turns":[{"turn":0,"calls":[{"call_id":"v","tool":"file_view","args":${args}}]}]}`;
+    const cases: [string | Buffer, string][] = [
+      [turns(`{"path":"${ws}/a","path":"${ws}/b"}`), 'settle: spec.turns[0].calls[0].args.path must occur only once in its object'],
+      [turns(`{"path":"${ws}/a","offset":9007199254740993}`), 'settle: spec.turns[0].calls[0].args.offset must be an integer from'],
+      [
+        Buffer.concat([Buffer.from(turns(`{"path":"${ws}/`)), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
+        'settle: spec must be valid UTF-8',
+      ],
+    ];
+    for (const [content, message] of cases) {
+      fs.writeFileSync(spec, content);
+      const r = settle(['start', spec], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr.trim().startsWith(message)).toBe(true);
+    }
+  });
 });

@@ -40,7 +40,10 @@ describe('settle key', () => {
     [['--turn', '-1'], /--turn.*must be an integer ≥ 0/],
     [['--tool', 'Bad Tool'], /--tool must match/],
     [['--args', '[1]'], /--args must be a JSON object \(got array\)/],
-    [['--args', '{"a":'], /--args: must be valid JSON/],
+    [['--args', '{"a":'], /--args must be valid JSON \(unexpected end of the text/],
+    [['--args', '{"a":1,"a":2}'], /^settle: --args \(args\.a\) must occur only once in its object \(member name "a" repeated/],
+    [['--args', '{"id":9007199254740993}'], /^settle: --args \(args\.id\) must be an integer from -9007199254740991 to 9007199254740991/],
+    [['--args', '{"x":1e-400}'], /^settle: --args \(args\.x\) must be representable as an IEEE 754 double \(1e-400 underflows to 0\)/],
     [['--args', '{"s":"\\ud800"}'], /--args \(args\.s\) must contain no lone surrogate/],
     [['--call-id', ''], /--call-id must be non-empty/],
   ])('invalid input %j exits 2 with one line naming the argument', (override, message) => {
@@ -50,6 +53,24 @@ describe('settle key', () => {
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(message);
+  });
+
+  it('refuses 5,000 levels of nesting with exit 2 and one line, not a stack overflow', () => {
+    const r = settle([
+      'key',
+      '--trajectory',
+      't',
+      '--turn',
+      '0',
+      '--call-id',
+      'c',
+      '--tool',
+      'file_edit',
+      '--args',
+      `{"a":${'['.repeat(5000)}`,
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^settle: --args \(args\.a(\[0\]){63}\) must nest arrays and objects at most 64 levels deep$/);
   });
 
   it('a missing required option exits 2', () => {
@@ -76,6 +97,27 @@ describe('settle canonicalize', () => {
     const r = settle(['canonicalize'], { input: '{ "b": [1.0, 2e3, "\\u00e9"], "a": {"z": null, "y": true} }' });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('{"a":{"y":true,"z":null},"b":[1,2000,"é"]}\n');
+  });
+
+  it('refuses what would silently change the value: repeated members, rounded numbers, invalid UTF-8, deep nesting (exit 2)', () => {
+    const cases: [string | Buffer, RegExp][] = [
+      ['{"a":1,"a":2}', /^settle: stdin\.a must occur only once in its object/],
+      ['[9007199254740993]', /^settle: stdin\[0\] must be an integer from/],
+      ['[1e-400]', /^settle: stdin\[0\] must be representable as an IEEE 754 double \(1e-400 underflows to 0\)/],
+      [Buffer.from([0x22, 0x61, 0xff, 0x22]), /^settle: stdin must be valid UTF-8 \(invalid byte 0xff at byte offset 2\)$/],
+      ['['.repeat(2000) + ']'.repeat(2000), /^settle: stdin(\[0\]){64} must nest arrays and objects at most 64 levels deep$/],
+    ];
+    for (const [input, message] of cases) {
+      const r = settle(['canonicalize'], { input });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr.trim()).toMatch(message);
+    }
+    // 64 levels are fine, and a byte order mark is dropped.
+    expect(settle(['canonicalize'], { input: '\ufeff' + '['.repeat(64) + ']'.repeat(64) }).stdout).toBe(
+      '['.repeat(64) + ']'.repeat(64) + '\n',
+    );
   });
 
   it('rejects invalid JSON and lone surrogates with exit 2', () => {

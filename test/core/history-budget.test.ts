@@ -53,9 +53,9 @@ describe('history budget', () => {
     const { reports: cut, dropped } = fitReports(reports, 100_000);
     expect(dropped).toBe(0);
     expect(JSON.stringify(cut).length).toBeLessThanOrEqual(100_000);
-    expect(cut.at(-1)!.observation!.output.length).toBe(10_000); // the newest kept whole
-    expect(cut[0]!.observation!.output.length).toBeLessThan(300);
-    expect(reports[0]!.observation!.output.length).toBe(10_000); // copies, not mutations
+    expect(cut.at(-1)!.observation.output.length).toBe(10_000); // the newest kept whole
+    expect(cut[0]!.observation.output.length).toBeLessThan(300);
+    expect(reports[0]!.observation.output.length).toBe(10_000); // copies, not mutations
     const many = Array.from({ length: 2000 }, (_, i) => ({ n: i, observation: null }));
     const tight = fitReports(many, 5_000);
     expect(tight.dropped).toBeGreaterThan(0);

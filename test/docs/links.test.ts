@@ -30,7 +30,8 @@ function readText(file: string): string | null {
   const full = path.join(ROOT, file);
   if (!fs.existsSync(full)) return null; // deleted in the work tree, not yet committed
   const buffer = fs.readFileSync(full);
-  return buffer.includes(0) ? null : buffer.toString('utf8');
+  // A binary file (an image) exists all the same; only Markdown is searched for headings.
+  return buffer.includes(0) ? '' : buffer.toString('utf8');
 }
 
 /** Lines outside fenced code blocks, with their 1-based numbers. */

@@ -72,7 +72,9 @@ describe('history limits', () => {
       expect(invalid[0]!.observation!.error).toBe(
         `invalid call: args must be at most ${MAX_ARGS_CHARS} characters of JSON (got ${huge(1_500_000).length})`,
       );
-      expect(invalid[3]!.observation!.error).toBe('invalid call: args must nest at most 64 levels deep');
+      expect(invalid[3]!.observation!.error).toBe(
+        `invalid call: args${'.a'.repeat(64)} must nest arrays and objects at most 64 levels deep`,
+      );
 
       // The request after the 40 reads stayed bounded: the tool messages shared one budget.
       const second = server.requests[1]!.body as { messages: { role: string; content: string }[] };

@@ -42,7 +42,7 @@ function firstIssue(schema: Parameters<typeof allIssues>[0], value: unknown, roo
 }
 
 describe('the input contract', () => {
-  const ws = '/tmp/settle-contract-ws';
+  const ws = '/nonexistent/settle-contract-ws'; // only validated, never touched
 
   it('spec, client request and workflow input apply the same rules and name the same field', () => {
     const cases: [Record<string, unknown>, string][] = [

@@ -101,6 +101,39 @@ describe('model-driven trajectory', () => {
     }
   });
 
+  it('answers arguments that are not I-JSON (a repeated member, a rounded number, deep nesting) as malformed calls, never a failed task', async () => {
+    const ws = tempWorkspace('model');
+    const deep = `{"path": "${ws}/a", "x": ${'['.repeat(100)}${']'.repeat(100)}}`;
+    const server = await startChatServer([
+      {
+        tool_calls: [
+          { id: 'd1', name: 'file_view', arguments: `{"path": "${ws}/a", "path": "${ws}/b"}` },
+          { id: 'd2', name: 'file_view', arguments: `{"path": "${ws}/a", "offset": 9007199254740993}` },
+          { id: 'd3', name: 'file_view', arguments: deep },
+        ],
+      },
+      { content: 'done' },
+    ]);
+    try {
+      const id = uniqueId('model');
+      await settle.start(id, { workspace: ws, model: { baseUrl: server.baseUrl, model: 'm', task: 'look', maxTurns: 2 } });
+      const result = await settle.result(id);
+      expect(result.finalAnswer).toBe('done');
+      expect(result.calls.map((c) => [c.callId, c.resolution, c.key])).toEqual([
+        ['d1', 'invalid', null],
+        ['d2', 'invalid', null],
+        ['d3', 'invalid', null],
+      ]);
+      const messages = (server.requests[1]!.body as { messages: { content: string }[] }).messages;
+      const answers = messages.slice(-3).map((m) => (JSON.parse(m.content) as { error: string }).error);
+      expect(answers[0]).toMatch(/^invalid call: args\.path must occur only once in its object/);
+      expect(answers[1]).toMatch(/^invalid call: args\.offset must be an integer from -9007199254740991 to 9007199254740991/);
+      expect(answers[2]).toMatch(/^invalid call: args\.x(\[0\]){63} must nest arrays and objects at most 64 levels deep$/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('stops when the token budget is spent', async () => {
     const ws = tempWorkspace('model');
     const server = await startChatServer([

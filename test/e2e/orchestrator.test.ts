@@ -104,7 +104,7 @@ describe('orchestrator-driven trajectory', () => {
     const deniedKey = await waitFor(
       async () => (await settle.status(id)).calls.find((c) => c.callId === 'no' && c.resolution === 'awaiting_approval')?.key,
     );
-    await settle.approve(id, deniedKey!, 'dave', 'deny', 'not during the freeze');
+    await settle.approve(id, deniedKey, 'dave', 'deny', 'not during the freeze');
     expect((await denied).calls[0]).toMatchObject({
       resolution: 'denied',
       observation: { error: 'denied by dave: not during the freeze' },
@@ -115,7 +115,7 @@ describe('orchestrator-driven trajectory', () => {
     expect(timedOut.calls[0]!.observation!.error).toMatch(/no approval within 1500 ms/);
     expect(fs.existsSync(path.join(ws, 'd.txt'))).toBe(false);
     expect(fs.existsSync(path.join(ws, 't.txt'))).toBe(false);
-    expect(await store.get(deniedKey!)).toBeUndefined(); // a denied call never touches a record
+    expect(await store.get(deniedKey)).toBeUndefined(); // a denied call never touches a record
 
     // Approving a call that is not waiting is refused by the validator.
     await expect(settle.approve(id, key, 'carol', 'approve', 'again')).rejects.toMatchObject({
@@ -187,7 +187,7 @@ describe('orchestrator-driven trajectory', () => {
     await settle.start(id, { workspace: ws, maxHistoryEvents: 30 });
     for (let turn = 0; turn < 6; turn++) await settle.runTurn(id, turn, [edit(file, `v${turn}`, `v${turn + 1}`, `e${turn}`)]);
     expect(fs.readFileSync(file, 'utf8')).toBe('v6\n');
-    const runs = await settle.client.workflow.list({ query: `WorkflowId = "${id}"` });
+    const runs = settle.client.workflow.list({ query: `WorkflowId = "${id}"` });
     let closedRuns = 0;
     for await (const run of runs) if (run.status.name === 'CONTINUED_AS_NEW') closedRuns++;
     expect(closedRuns).toBeGreaterThan(0);

@@ -11,6 +11,7 @@ import { BudgetStore } from '../../activities/capability/budget-store';
 import type { KeyRing } from '../../activities/capability/keyring';
 import { tokenDigest, type CapabilityToken } from '../../core/capability/token';
 import { openTestDb, startTestWorker, tempWorkspace, testKeyRing, uniqueId, type RunningWorker } from '../support/env';
+import { SA_PARENT_TRAJECTORY } from '../../workflows/search-attributes';
 
 let worker: RunningWorker;
 let keyless: RunningWorker;
@@ -116,7 +117,7 @@ describe('capabilities in trajectories', () => {
 
     // The child is linked to its parent for SREs, and its unspent budget came back.
     const child = await settle.client.workflow.getHandle(childId).describe();
-    expect(child.searchAttributes.SettleParentTrajectory).toEqual([id]);
+    expect(child.typedSearchAttributes.get(SA_PARENT_TRAJECTORY)).toBe(id);
     const parentBudget = await budgets.get(tokenDigest(capability));
     expect(parentBudget).toMatchObject({ reserved: 0, spent: 2 }); // the child's one edit + the parent's own read
   });

@@ -5,10 +5,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { deriveKey } from '../../core/key';
 import { demoProblems, demoTurns, prepareWorkspace } from '../../cli/demo';
 import { fileEditHooks } from '../../activities/tools/file-edit';
-import type { TrajectoryResult } from '../../workflows/trajectory';
+import type { ScriptedTurn, TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 
 let worker: RunningWorker;
@@ -23,7 +24,7 @@ afterAll(async () => {
   await db.destroy();
 });
 
-async function runTrajectory(workflowId: string, workspace: string, turns = demoTurns(workspace)): Promise<TrajectoryResult> {
+async function runTrajectory(workflowId: string, workspace: string, turns: ScriptedTurn[]): Promise<TrajectoryResult> {
   return worker.client.workflow.execute('trajectoryWorkflow', {
     taskQueue: worker.taskQueue,
     workflowId,
@@ -33,17 +34,20 @@ async function runTrajectory(workflowId: string, workspace: string, turns = demo
 
 describe('demo trajectory end to end', () => {
   it('edits the file once per logical call, replays the repeat, and leaves one record per key', async () => {
-    const workspace = tempWorkspace();
+    // A file outside the workspace, still inside this test's own temporary directory.
+    const root = tempWorkspace();
+    const workspace = path.join(root, 'ws');
     prepareWorkspace(workspace);
-    const outside = fs.readFileSync('/etc/hostname', 'utf8');
+    const outsideFile = path.join(root, 'outside.txt');
+    fs.writeFileSync(outsideFile, 'a stays a\n');
     const id = uniqueId('traj');
 
-    const result = await runTrajectory(id, workspace);
+    const result = await runTrajectory(id, workspace, demoTurns(workspace, outsideFile));
 
     expect(fs.readFileSync(path.join(workspace, 'app.ts'), 'utf8')).toBe(
       'export function greetUser(name: string): string {\n  return `hello, ${name}`;\n}\n',
     );
-    expect(fs.readFileSync('/etc/hostname', 'utf8')).toBe(outside);
+    expect(fs.readFileSync(outsideFile, 'utf8')).toBe('a stays a\n');
 
     expect(result.calls.map((c) => [c.turn, c.callId, c.state, c.resolution])).toEqual([
       [0, 'call_rename', 'COMPLETED', 'executed'],
@@ -198,5 +202,41 @@ describe('demo trajectory end to end', () => {
     const records = await store.list({ trajectoryId: id });
     expect(records.map((r) => r.tool)).toEqual(['bash_execute']);
     expect(records[0]!.intent).toMatchObject({ command: 'wc -l < app.ts && echo ran >> ran.log', sandbox: 'bubblewrap', network: false });
+  });
+
+  it('counts every proposal exactly once with no bookkeeping activity per call: the activity that runs a call counts it', async () => {
+    const workspace = tempWorkspace();
+    prepareWorkspace(workspace);
+    const id = uniqueId('traj');
+    const app = path.join(workspace, 'app.ts');
+    const edit = { call_id: 'e', tool: 'file_edit', args: { path: app, old_str: 'greet(', new_str: 'hello(' } };
+    const result = await runTrajectory(id, workspace, [
+      { turn: 0, calls: [edit] },
+      { turn: 1, calls: [{ call_id: 'v', tool: 'file_view', args: { path: app, offset: 1, limit: 2 } }] },
+      { turn: 2, calls: [{ call_id: 'm', tool: 'file_view', args: { path: app, offset: 1, limit: 501 } }] },
+      { turn: 0, calls: [edit] }, // the same proposal re-sent: replayed, still one proposal
+    ]);
+    expect(result.calls.map((c) => c.resolution)).toEqual(['executed', 'read', 'invalid', 'replayed']);
+    const rows = await sql<{ turn: number; call_id: string; valid: boolean; field: string | null }>`
+      select turn, call_id, valid, field from settle_tool_calls where trajectory_id = ${id} order by turn, call_id`.execute(db);
+    expect(rows.rows).toEqual([
+      { turn: 0, call_id: 'e', valid: true, field: null },
+      { turn: 1, call_id: 'v', valid: true, field: null },
+      { turn: 2, call_id: 'm', valid: false, field: 'args.limit' },
+    ]);
+    // History: one patch marker; a local activity only for the malformed call (it runs no activity
+    // that could count it); search attributes upserted only when they change.
+    const events = (await worker.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const markers = events.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes.markerName] : []));
+    expect(markers).toEqual(['core_patch', 'core_local_activity']);
+    const upserts = events.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
+    const fields = upserts.map((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort(),
+    );
+    expect(fields).toEqual([
+      ['TemporalChangeVersion'], // the patch
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // running
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
+    ]);
   });
 });

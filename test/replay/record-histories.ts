@@ -34,7 +34,10 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-record-'));
   fs.chmodSync(dataDir, 0o755);
   const stack = await startStack({ postgres: { dataDir: path.join(dataDir, 'pg'), ephemeral: true } });
-  const worker = await createSettleWorker({ temporal: { address: stack.temporal.address, taskQueue: 'record' }, databaseUrl: stack.databaseUrl });
+  const worker = await createSettleWorker({
+    temporal: { address: stack.temporal.address, taskQueue: 'record' },
+    databaseUrl: stack.databaseUrl,
+  });
   const running = worker.run();
   const connection = await Connection.connect({ address: stack.temporal.address });
   const settle = new SettleClient(new Client({ connection }), 'record');

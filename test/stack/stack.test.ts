@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import pg_ from 'pg';
 import { assertReachable, migrateToLatest } from '../../activities/store/database';
 import { migrations } from '../../migrations/index';
-import { startTemporal, findTemporalCli, TemporalCliNotFound } from '../../stack/temporal';
+import { startTemporal, findTemporalCli, LOW_LATENCY_DYNAMIC_CONFIG, TemporalCliNotFound } from '../../stack/temporal';
 import { startPostgres } from '../../stack/postgres';
 import { isListening } from '../../stack/ports';
 
@@ -26,6 +26,12 @@ describe('stack launcher', () => {
       expect(port).not.toBe(taken);
       expect(lines.join('\n')).toMatch(new RegExp(`port ${taken} is in use`));
       expect(await isListening(port)).toBe(true);
+      // The low-latency dynamic config reaches the server (its effect is measured by the bench).
+      const argv = fs.readFileSync(`/proc/${temporal.pid}/cmdline`, 'utf8').split('\0');
+      for (const [key, value] of Object.entries(LOW_LATENCY_DYNAMIC_CONFIG)) {
+        expect(argv).toContain(`${key}=${JSON.stringify(value)}`);
+      }
+      expect(temporal.dynamicConfig).toEqual(LOW_LATENCY_DYNAMIC_CONFIG);
       const ui = Number(new URL(temporal.uiUrl!).port);
       expect((await fetch(temporal.uiUrl!)).status).toBe(200);
       await temporal.stop();

@@ -11,6 +11,10 @@ import { applyProbe, runSettled } from '../../activities/settled/run-settled';
 import { NoEffect, type SettledTool } from '../../activities/settled/settled-tool';
 import { fileEdit, fileEditHooks } from '../../activities/tools/file-edit';
 import type { FileEditArgs } from '../../core/tools/file-edit';
+import { inject } from 'vitest';
+import { sql } from 'kysely';
+import { openDatabase } from '../../activities/store/database';
+import { EndpointStore } from '../../activities/store/endpoint-store';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
 
 const db = openTestDb();
@@ -166,6 +170,58 @@ describe('file_edit intent and probe', () => {
     expect(intent).toMatchObject({ path: file, matches: 1 });
     expect(intent.sha256_before).toMatch(/^[0-9a-f]{64}$/);
     expect(intent.sha256_after).not.toBe(intent.sha256_before);
+  });
+
+  it('a settled edit is two statements, two commits: the claim records the intent (and counts the proposal), then complete', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: '2', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    const statements: string[] = [];
+    const logged = openDatabase(inject('databaseUrl'), { max: 2, log: (sql) => statements.push(sql) });
+    try {
+      const outcome = await runSettled(new EndpointStore(logged), fileEdit, call, { workspace }, { ...run, countProposal: true });
+      expect(outcome).toMatchObject({ kind: 'completed', replayed: false });
+    } finally {
+      await logged.destroy();
+    }
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toMatch(/^with "claimed" as \(insert into "settle_endpoint_records"/);
+    expect(statements[1]).toMatch(/update "settle_endpoint_records"/);
+    // The trail reads as before: claim, intent (with the planned hashes), complete — in that order.
+    const events = await store.events(call.key);
+    expect(events.map((e) => [e.fromState, e.toState, (e.detail as { op?: string }).op ?? 'claim'])).toEqual([
+      ['UNSEEN', 'IN_FLIGHT', 'claim'],
+      ['IN_FLIGHT', 'IN_FLIGHT', 'intent'],
+      ['IN_FLIGHT', 'COMPLETED', 'complete'],
+    ]);
+    const record = (await store.get(call.key))!;
+    expect((events[1]!.detail as { intent: unknown }).intent).toEqual(record.intent);
+    expect(record.intent).toMatchObject({ path: file, matches: 1 });
+    // Counted once as a valid proposal, even when a retried attempt claims again (and replays).
+    expect(await runSettled(store, fileEdit, call, { workspace }, { ...run, countProposal: true })).toMatchObject({ replayed: true });
+    const counted = await sql<{ valid: boolean; tool: string }>`
+      select valid, tool from settle_tool_calls where trajectory_id = ${call.trajectoryId}`.execute(db);
+    expect(counted.rows).toEqual([{ valid: true, tool: 'file_edit' }]);
+  });
+
+  it('a claim that takes a NOT_EXECUTED record again stores the new intent; one that finds an expired lease keeps the old', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: '2', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    const first = await store.claim(call, { leaseMs: 60_000, holder: 'a', intent: { n: 1 } });
+    expect(first).toMatchObject({ kind: 'claimed', generation: 1 });
+    expect((await store.releaseNoEffect(call.key, 1, 'nothing happened', 'worker:a')).ok).toBe(true);
+    expect(await store.claim(call, { leaseMs: 1, holder: 'b', intent: { n: 2 } })).toMatchObject({ kind: 'claimed', generation: 2 });
+    expect((await store.get(call.key))!.intent).toEqual({ n: 2 });
+    await sleep(5);
+    // The lease lapsed: this claim turns it IN_DOUBT and must not overwrite what the executor of generation 2 intended.
+    expect(await store.claim(call, { leaseMs: 60_000, holder: 'c', intent: { n: 3 } })).toMatchObject({
+      kind: 'in_doubt',
+      leaseExpiredNow: true,
+    });
+    expect((await store.get(call.key))!).toMatchObject({ state: 'IN_DOUBT', generation: 2, intent: { n: 2 } });
+    expect((await store.events(call.key)).filter((e) => (e.detail as { op?: string }).op === 'intent')).toHaveLength(2);
+    void workspace;
   });
 
   it('zero matches, or several without allow_multiple, leave the file unchanged and name the count', async () => {

@@ -11,7 +11,7 @@ export interface CliResult {
 }
 
 /** Synchronous: do not use while an in-process worker must answer the command. */
-export function runSettle(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
+export function runSettle(args: string[], options: { input?: string | Buffer; env?: NodeJS.ProcessEnv } = {}): CliResult {
   const r = spawnSync(process.execPath, [SETTLE_BIN, ...args], {
     input: options.input ?? '',
     encoding: 'utf8',

@@ -40,9 +40,6 @@ describe('CallStats', () => {
     expect(await stats.recordProposedCall({ ...call, seq: 1, issue: null })).toBe(true);
     expect(await stats.stats({ tool })).toEqual([{ tool, calls: 2, malformed: 1, rate: 0.5 }]);
     const row = await db
-      .withTables<{
-        settle_tool_calls: { trajectory_id: string; seq: number; field: string | null; rule: string | null; valid: boolean };
-      }>()
       .selectFrom('settle_tool_calls')
       .select(['seq', 'valid', 'field', 'rule'])
       .where('trajectory_id', '=', trajectoryId)

@@ -68,7 +68,7 @@ describe('settle lint', () => {
     ];
     const r = settle(['lint', '-'], { input: JSON.stringify(writer) });
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^warning whole-file-rewrite +write_file  \/0\/parameters\/properties\/content /);
+    expect(r.stdout).toMatch(/^warning whole-file-rewrite +write_file {2}\/0\/parameters\/properties\/content /);
   });
 
   it.each([
@@ -91,6 +91,32 @@ describe('settle lint', () => {
     expect(r.code).toBe(2);
     expect(oneLine(r.stderr)).toMatch(message);
     expect(r.stdout).toBe('');
+  });
+
+  it('refuses a document nested past the limit with exit 2 and one line, at 650, 1,300 and 100,000 levels', () => {
+    for (const levels of [70, 650, 1300, 100_000]) {
+      let schema = '{"type": "string", "maxLength": 4}';
+      schema = '{"type": "array", "maxItems": 2, "items": '.repeat(levels) + schema + '}'.repeat(levels);
+      const r = settle(['lint', '-'], { input: `[{"name": "t", "parameters": ${schema}}]` });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(oneLine(r.stderr)).toMatch(
+        levels < 200
+          ? /^settle: stdin: \/0\/parameters(\/items)+ must nest sub-schemas at most 64 levels deep/
+          : /^settle: stdin: the document must nest arrays and objects at most 256 levels deep/,
+      );
+    }
+  });
+
+  it('names the provider built-in tools it skipped', () => {
+    const doc = [{ type: 'text_editor_20250124', name: 'str_replace_editor' }, { type: 'web_search_preview' }];
+    const r = settle(['lint', '-'], { input: JSON.stringify(doc) });
+    expect(r.code).toBe(0);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      'settle lint: skipped str_replace_editor (/0): provider built-in tool (type "text_editor_20250124"): its arguments are defined by the provider',
+      'settle lint: skipped web_search_preview (/1): provider built-in tool (type "web_search_preview"): its arguments are defined by the provider',
+      'settle lint: no findings in 0 tools; 2 built-in tools skipped (stdin)',
+    ]);
   });
 
   it('--mcp lints a real MCP server (server-filesystem over stdio) end to end', () => {

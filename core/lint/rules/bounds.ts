@@ -11,6 +11,22 @@ import { finding, type NodeRule } from './context';
 // fraction digits), not email/uri/hostname (validators check the shape, not the length).
 const BOUNDED_FORMATS = new Set(['date', 'uuid', 'ipv4', 'ipv6']);
 
+/**
+ * Bounds that are a number type's own limits, written by generators rather than chosen for the
+ * tool: int32/uint32 maxima, the largest exact double integer, and anything beyond it.
+ */
+const TYPE_LIMITS = new Set([2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, -(2 ** 31), -(2 ** 31 - 1)]);
+const TYPE_LIMIT_TEXT = 'is the largest value of a number type: it bounds nothing';
+
+function typeLimit(v: unknown): boolean {
+  return typeof v === 'number' && (TYPE_LIMITS.has(v) || Math.abs(v) >= Number.MAX_SAFE_INTEGER);
+}
+
+/** A bound the tool chose: a finite number that is not a type's limit. */
+function realBound(v: unknown): boolean {
+  return typeof v === 'number' && Number.isFinite(v) && !typeLimit(v);
+}
+
 const COMPOSED = ['$ref', '$dynamicRef', 'anyOf', 'oneOf', 'allOf', 'not', 'if', 'properties', 'items', 'prefixItems'];
 
 export const checkBounds: NodeRule = (n, ctx) => {
@@ -40,7 +56,7 @@ export const checkBounds: NodeRule = (n, ctx) => {
   const out = [];
   if (types.includes('string')) {
     const bounded =
-      typeof s.maxLength === 'number' || typeof s.pattern === 'string' || (typeof s.format === 'string' && BOUNDED_FORMATS.has(s.format));
+      realBound(s.maxLength) || typeof s.pattern === 'string' || (typeof s.format === 'string' && BOUNDED_FORMATS.has(s.format));
     if (!bounded) {
       out.push(
         finding(
@@ -48,26 +64,38 @@ export const checkBounds: NodeRule = (n, ctx) => {
           'error',
           'bounded-types',
           n.pointer,
-          'string has no upper bound (no maxLength, pattern, enum or const)',
+          typeLimit(s.maxLength)
+            ? `string's maxLength ${String(s.maxLength)} ${TYPE_LIMIT_TEXT}`
+            : 'string has no upper bound (no maxLength, pattern, enum or const)',
           'add "maxLength" sized to what the tool can take (e.g. 1024 for a path, 65536 for a text block)',
         ),
       );
     }
   }
   if (types.includes('number') || types.includes('integer')) {
-    const missing = [
-      typeof s.minimum !== 'number' && typeof s.exclusiveMinimum !== 'number' ? 'minimum' : null,
-      typeof s.maximum !== 'number' && typeof s.exclusiveMaximum !== 'number' ? 'maximum' : null,
-    ].filter((m): m is string => m !== null);
-    if (missing.length > 0) {
-      const type = types.includes('integer') ? 'integer' : 'number';
+    const type = types.includes('integer') ? 'integer' : 'number';
+    const problems: string[] = [];
+    const missing: string[] = [];
+    for (const [side, keys] of [
+      ['minimum', ['minimum', 'exclusiveMinimum']],
+      ['maximum', ['maximum', 'exclusiveMaximum']],
+    ] as const) {
+      const given = keys.map((k) => s[k]).filter((v): v is number => typeof v === 'number');
+      if (given.some(realBound)) continue;
+      missing.push(side);
+      problems.push(given.length === 0 ? `has no ${side}` : `'s ${side} ${String(given[0])} ${TYPE_LIMIT_TEXT}`);
+    }
+    if (problems.length > 0) {
+      const message = problems.every((p) => p.startsWith('has no'))
+        ? `${type} has no ${missing.join(' and no ')}`
+        : `${type}${problems.map((p, i) => (i === 0 ? (p.startsWith("'s") ? p : ` ${p}`) : `, and ${p.startsWith("'s") ? `its${p.slice(2)}` : p}`)).join('')}`;
       out.push(
         finding(
           ctx,
           'error',
           'bounded-types',
           n.pointer,
-          `${type} has no ${missing.join(' and no ')}`,
+          message,
           `add ${missing.map((m) => `"${m}"`).join(' and ')} for the range the tool accepts`,
         ),
       );
@@ -75,8 +103,9 @@ export const checkBounds: NodeRule = (n, ctx) => {
   }
   if (types.includes('array')) {
     const fixedTuple = Array.isArray(s.prefixItems) && s.items === false;
-    if (typeof s.maxItems !== 'number' && !fixedTuple) {
-      out.push(finding(ctx, 'error', 'bounded-types', n.pointer, 'array has no maxItems', 'add "maxItems" (and bound its items)'));
+    if (!realBound(s.maxItems) && !fixedTuple) {
+      const message = typeLimit(s.maxItems) ? `array's maxItems ${String(s.maxItems)} ${TYPE_LIMIT_TEXT}` : 'array has no maxItems';
+      out.push(finding(ctx, 'error', 'bounded-types', n.pointer, message, 'add "maxItems" (and bound its items)'));
     }
   }
   return out;

@@ -9,9 +9,23 @@ import { finding, type NodeRule } from './context';
 
 // "required", "mandatory", "must be given/provided/…": the description says a value is needed.
 const SAYS_REQUIRED = /\b(required|mandatory|must be (given|provided|set|specified|supplied|present|included))\b/i;
-// …unless it says so conditionally or negates it ("required when …", "not required", "optional").
-const SAYS_CONDITIONAL =
-  /\b(not|never) (required|mandatory)\b|\boptional(ly)?\b|\b(required|mandatory|must be \w+) (when|if|only|unless)\b|\b(if|when|unless) [^.]*\b(required|mandatory)\b/i;
+// …unless it says so conditionally or negates it ("required when …", "not required", "optional"),
+// or for one mode of a multi-mode tool ("Required for 'run_workflow' method", "Required
+// parameter of `create` command"): making such a field required would break the other modes —
+// the discriminated-unions rule reports the missing tagged union instead.
+const SAYS_CONDITIONAL = new RegExp(
+  [
+    String.raw`\b(not|never) (required|mandatory)\b`,
+    String.raw`\boptional(ly)?\b`,
+    String.raw`\b(required|mandatory|must be \w+) (when|if|only|unless)\b`,
+    String.raw`\b(if|when|unless) [^.]*\b(required|mandatory)\b`,
+    String.raw`\b(required|mandatory|must be \w+) (for|by|with|in|on) (?!all\b|every\b|each\b|any\b)`,
+    String.raw`\b(required|mandatory) (parameter|argument|field|option|input) (of|for)\b`,
+    String.raw`\b(only )?(required|mandatory|needed|used) (for|with|by) ['"\`]`,
+    String.raw`\b(required|mandatory)\b[^.]*\b(except|other than|apart from|but not)\b`,
+  ].join('|'),
+  'i',
+);
 
 export const checkRequired: NodeRule = (n, ctx) => {
   if (typeof n.node === 'boolean' || !isObjectSchema(n.node)) return [];
@@ -37,7 +51,15 @@ export const checkRequired: NodeRule = (n, ctx) => {
   }
   for (const [name, sub] of Object.entries(properties)) {
     if (required.includes(name) || !isObject(sub) || typeof sub.description !== 'string') continue;
-    if (SAYS_REQUIRED.test(sub.description) && !SAYS_CONDITIONAL.test(sub.description)) {
+    // "required for cordon, drain, uncordon" naming every mode there is: required after all.
+    const forEveryMode = Object.values(properties).some((p) => {
+      const values = isObject(p) && Array.isArray(p.enum) ? p.enum.filter((v): v is string => typeof v === 'string') : [];
+      return (
+        values.length > 1 &&
+        values.every((v) => new RegExp(`\\b${v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'i').test(sub.description as string))
+      );
+    });
+    if (SAYS_REQUIRED.test(sub.description) && (!SAYS_CONDITIONAL.test(sub.description) || forEveryMode)) {
       out.push(
         finding(
           ctx,

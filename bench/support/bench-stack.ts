@@ -1,0 +1,116 @@
+/**
+ * The stack the end-to-end and scale benchmarks share: the low-latency Temporal dev server, an
+ * embedded PostgreSQL with pg_stat_statements, and two worker processes — settle's own
+ * (workers/worker.ts, queue `settle`) and the plain baseline (bench/plain/worker.ts, queue
+ * `plain-bench`) — each a child process so /proc can account its CPU and memory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import pg from 'pg';
+import { startStack, type Stack } from '../../stack/index';
+import { WORKFLOWS_PATH } from '../../workers/create-worker';
+import { PLAIN_TASK_QUEUE, PLAIN_WORKFLOWS_PATH } from '../plain/worker';
+import { postmasterPid } from './proc';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface BenchStack {
+  stack: Stack;
+  client: Client;
+  /** A monitoring connection (pg_stat_*), separate from the workers' pools. */
+  monitor: pg.Client;
+  workDir: string;
+  pids: { server: number; postgres: number; settleWorker: number; plainWorker: number };
+  settleQueue: string;
+  plainQueue: string;
+  stop(): Promise<void>;
+}
+
+export async function startBenchStack(options: { dynamicConfig?: Record<string, unknown>; log: (l: string) => void }): Promise<BenchStack> {
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-'));
+  fs.chmodSync(workDir, 0o755);
+  const stack = await startStack({
+    log: options.log,
+    postgres: {
+      dataDir: path.join(workDir, 'pg'),
+      ephemeral: true,
+      postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all'],
+    },
+    ...(options.dynamicConfig ? { temporal: { dynamicConfig: options.dynamicConfig } } : {}),
+  });
+  const children: ChildProcess[] = [];
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  const monitor = new pg.Client({ connectionString: stack.databaseUrl });
+  const stop = async () => {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve())));
+    await monitor.end().catch(() => {});
+    await connection.close();
+    await stack.stop();
+    fs.rmSync(workDir, { recursive: true, force: true });
+  };
+  try {
+    await monitor.connect();
+    await monitor.query('create extension if not exists pg_stat_statements');
+    const bundles = { settle: path.join(workDir, 'settle-bundle.js'), plain: path.join(workDir, 'plain-bundle.js') };
+    const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => options.log(m) };
+    fs.writeFileSync(bundles.settle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
+    fs.writeFileSync(bundles.plain, (await bundleWorkflowCode({ workflowsPath: PLAIN_WORKFLOWS_PATH, logger: quiet })).code);
+    const env = { ...process.env, TEMPORAL_ADDRESS: stack.temporal.address, DATABASE_URL: stack.databaseUrl };
+    const settleWorker = await spawnWorker(
+      'workers/worker.ts',
+      { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: 'settle' },
+      /settle worker:/,
+      children,
+    );
+    const plainWorker = await spawnWorker(
+      'bench/plain/worker.ts',
+      { ...env, PLAIN_WORKFLOW_BUNDLE: bundles.plain, PLAIN_TASK_QUEUE },
+      /plain worker: running/,
+      children,
+    );
+    return {
+      stack,
+      client: new Client({ connection, namespace: stack.temporal.namespace }),
+      monitor,
+      workDir,
+      pids: {
+        server: stack.temporal.pid!,
+        postgres: postmasterPid(stack.postgres.dataDir!),
+        settleWorker: settleWorker.pid!,
+        plainWorker: plainWorker.pid!,
+      },
+      settleQueue: 'settle',
+      plainQueue: PLAIN_TASK_QUEUE,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+async function spawnWorker(script: string, env: NodeJS.ProcessEnv, ready: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (b: Buffer) => {
+      output += b.toString();
+      if (ready.test(output)) resolve();
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (b: Buffer) => (output += b.toString()));
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready: ${output.slice(-2000)}`)));
+  });
+  return child;
+}
