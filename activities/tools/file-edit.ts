@@ -65,7 +65,9 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       const handle = await fs.open(tmp, 'wx', stat.mode & 0o7777);
       try {
         await handle.writeFile(next);
-        await handle.chmod(stat.mode & 0o7777); // umask may have narrowed the mode at open
+        // A root worker keeps the file's owner, so the (unprivileged) sandbox user can still write it.
+        if (process.getuid?.() === 0) await handle.chown(stat.uid, stat.gid);
+        await handle.chmod(stat.mode & 0o7777); // umask may have narrowed the mode at open (and chown clears set-id bits)
         await handle.sync();
       } finally {
         await handle.close();
