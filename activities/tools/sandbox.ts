@@ -24,6 +24,8 @@ export interface SandboxRequest {
   workspace: string;
   timeoutMs: number;
   network: boolean;
+  /** Called once the command's process exists (its pid leads the process group), before it is awaited. */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface SandboxResult {
@@ -77,6 +79,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     detached: true, // its own process group: the time limit kills every descendant
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  if (child.pid !== undefined) request.onSpawn?.(child.pid);
   const stdout = new BoundedBuffer(MAX_OUTPUT_BYTES);
   const stderr = new BoundedBuffer(MAX_OUTPUT_BYTES);
   child.stdout.on('data', (b: Buffer) => stdout.push(b));
