@@ -47,7 +47,7 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
       workspace: env.workspace,
       timeoutMs: args.timeout_ms,
       network: intent.network,
-      onSpawn: (pid) => {
+      onStarted: (pid) => {
         spawned = (runs ? recordPid(runs, ctx.key, ctx.generation, pid).catch(() => {}) : Promise.resolve()).then(() =>
           failpoint('bash_execute.after_start'),
         );

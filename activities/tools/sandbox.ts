@@ -11,6 +11,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { TRUNCATION_MARKER } from '../../core/observation';
+import { gatedCommand, openGate } from './start-gate';
 
 export const MAX_OUTPUT_BYTES = 64 * 1024;
 /** Exit status reported for a command killed at its time limit (as coreutils `timeout` does). */
@@ -24,8 +25,8 @@ export interface SandboxRequest {
   workspace: string;
   timeoutMs: number;
   network: boolean;
-  /** Called once the command's process exists (its pid leads the process group), before it is awaited. */
-  onSpawn?: (pid: number) => void;
+  /** Called once the command is let through its start gate (its pid leads the process group). */
+  onStarted?: (pid: number) => void;
 }
 
 export interface SandboxResult {
@@ -70,20 +71,23 @@ export function sandboxAvailability(): { kind: SandboxKind; note: string | null 
 
 export async function runInSandbox(request: SandboxRequest): Promise<SandboxResult> {
   const availability = sandboxAvailability();
-  const [file, args] =
-    availability.kind === 'bubblewrap' ? [findBwrap()!, bubblewrapArgs(request)] : ['/bin/bash', ['-c', request.command]];
+  // The command waits at a start gate until the sandbox is armed to die with this worker (start-gate.ts).
+  const gated = { ...request, command: gatedCommand(request.command) };
+  const [file, args] = availability.kind === 'bubblewrap' ? [findBwrap()!, bubblewrapArgs(gated)] : ['/bin/bash', ['-c', gated.command]];
 
   const child = spawn(file, args, {
     cwd: request.workspace,
     env: SCRUBBED_ENV,
     detached: true, // its own process group: the time limit kills every descendant
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'], // fd 3: the start gate
   });
-  if (child.pid !== undefined) request.onSpawn?.(child.pid);
+  const started = openGate(child).then((opened) => {
+    if (opened && child.pid !== undefined) request.onStarted?.(child.pid);
+  });
   const stdout = new BoundedBuffer(MAX_OUTPUT_BYTES);
   const stderr = new BoundedBuffer(MAX_OUTPUT_BYTES);
-  child.stdout.on('data', (b: Buffer) => stdout.push(b));
-  child.stderr.on('data', (b: Buffer) => stderr.push(b));
+  child.stdout!.on('data', (b: Buffer) => stdout.push(b));
+  child.stderr!.on('data', (b: Buffer) => stderr.push(b));
 
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -98,6 +102,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   }).finally(() => clearTimeout(timer));
   // Whatever the command left running in its group (daemonised children) goes too.
   killGroup(child.pid!);
+  await started;
 
   return {
     stdout: stdout.text(),

@@ -205,7 +205,7 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
       [2, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'],
       [2, 'IN_FLIGHT', 'COMPLETED', 'worker'],
     ]);
-    expect(events[3]!.detail).toMatch(/no start marker/);
+    expect(events[3]!.detail).toMatchObject({ op: 'settle', reason: expect.stringMatching(/no start marker/) });
   });
 
   it('killed after the command exited, before completing: the probe settles COMPLETED with the recorded output, nothing runs again', async () => {
@@ -226,44 +226,48 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
     ]);
   });
 
-  it('killed mid-command: the command dies with its worker, the probe cannot tell what it did, an operator settles it with `settle resolve`', async () => {
-    const { result, file, events, record } = await crashScenario('bash_execute.after_start', {
-      call: (f) => ({
-        call_id: 'deploy',
-        tool: 'bash_execute',
-        args: { command: `echo begun >> ${path.basename(f)}.log; sleep 20; echo finished >> ${path.basename(f)}.log` },
-      }),
-      whileRunning: async (handle, key) => {
-        await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator');
-        // The probe said why it could not decide: started, no exit, and no longer running.
-        const probed = (await store.events(key)).length;
-        expect(probed).toBe(3);
-        const described = await handle.describe();
-        expect(described.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(1);
-        const details = await currentDetails(handle);
-        expect(details).toMatch(/started and no exit was recorded: it is not running \(.*\), and its effects may be partial/);
-        const cli = spawnSync(
-          process.execPath,
-          [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'deploy log shows the release went out'],
-          { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') } },
-        );
-        expect(cli.stderr).toBe('');
-        expect(cli.status).toBe(0);
-        expect(cli.stdout).toMatch(/: COMPLETED \(settled by operator:bob\)/);
-      },
-    });
-    // The command died with its worker (it never finished) and nobody ran it again.
-    const log = fs.existsSync(`${file}.log`) ? fs.readFileSync(`${file}.log`, 'utf8') : '';
-    expect(['', 'begun\n']).toContain(log);
-    expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
-    expect(record).toMatchObject({ settledBy: 'operator:bob', settleReason: 'deploy log shows the release went out', generation: 1 });
-    expect(events.map((e) => [e.fromState, e.toState, e.actor])).toEqual([
-      ['UNSEEN', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
-      ['IN_FLIGHT', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
-      ['IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
-      ['IN_DOUBT', 'COMPLETED', 'operator:bob'],
-    ]);
-  });
+  it(
+    'killed mid-command: the command dies with its worker, the probe cannot tell what it did, an operator settles it with `settle resolve`',
+    { timeout: 150_000 },
+    async () => {
+      const { result, file, events, record } = await crashScenario('bash_execute.after_start', {
+        call: (f) => ({
+          call_id: 'deploy',
+          tool: 'bash_execute',
+          args: { command: `echo begun >> ${path.basename(f)}.log; sleep 20; echo finished >> ${path.basename(f)}.log` },
+        }),
+        whileRunning: async (handle, key) => {
+          await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator');
+          // The probe said why it could not decide: started, no exit, and no longer running.
+          const probed = (await store.events(key)).length;
+          expect(probed).toBe(3);
+          const described = await handle.describe();
+          expect(described.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(1);
+          const details = await currentDetails(handle);
+          expect(details).toMatch(/started and no exit was recorded: it is not running \(.*\), and its effects may be partial/);
+          const cli = spawnSync(
+            process.execPath,
+            [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'deploy log shows the release went out'],
+            { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') } },
+          );
+          expect(cli.stderr).toBe('');
+          expect(cli.status).toBe(0);
+          expect(cli.stdout).toMatch(/: COMPLETED \(settled by operator:bob\)/);
+        },
+      });
+      // The command died with its worker (it never finished) and nobody ran it again.
+      const log = fs.existsSync(`${file}.log`) ? fs.readFileSync(`${file}.log`, 'utf8') : '';
+      expect(['', 'begun\n']).toContain(log);
+      expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
+      expect(record).toMatchObject({ settledBy: 'operator:bob', settleReason: 'deploy log shows the release went out', generation: 1 });
+      expect(events.map((e) => [e.fromState, e.toState, e.actor])).toEqual([
+        ['UNSEEN', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
+        ['IN_FLIGHT', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
+        ['IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
+        ['IN_DOUBT', 'COMPLETED', 'operator:bob'],
+      ]);
+    },
+  );
 });
 
 /** The trajectory's current details (what `settle status` shows). */

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bashExecute } from '../../activities/tools/bash-execute';
 import { sandboxAvailability, MAX_OUTPUT_BYTES } from '../../activities/tools/sandbox';
@@ -94,6 +95,35 @@ describe('bash_execute', () => {
       const { obs, intent } = await run(probe(), { network: true });
       expect(obs.output).toBe('hello from the host\n');
       expect(intent.network).toBe(true);
+    });
+  });
+
+  describe('a worker killed with SIGKILL takes its command along', () => {
+    const FIXTURE = fileURLToPath(new URL('./die-with-worker.fixture.ts', import.meta.url));
+
+    /** Runs the command in a stand-in worker that kills itself at `mode`; returns the log once the command's processes are gone. */
+    async function killedWorker(mode: 'spawn' | 'started') {
+      const workspace = tempWorkspace('bash');
+      const tag = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
+      const command = `echo begun >> log.txt; sleep 1.${tag}; echo finished >> log.txt`;
+      const worker = spawnSync(process.execPath, ['--import', 'tsx', FIXTURE, mode, workspace, command], { encoding: 'utf8' });
+      expect(worker.signal).toBe('SIGKILL');
+      // Until nothing of the command is left (an orphaned sandbox would sleep, then write "finished").
+      while (spawnSync('pgrep', ['-f', `sleep 1.${tag}`]).status === 0) await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100));
+      const log = path.join(workspace, 'log.txt');
+      return fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '';
+    }
+
+    it('killed the instant the sandbox is spawned, before bubblewrap armed --die-with-parent: the command never runs', async () => {
+      // A race without the start gate (an orphaned sandbox ran the command about half the time): try it a few times.
+      const logs = [];
+      for (let i = 0; i < 5; i++) logs.push(await killedWorker('spawn'));
+      expect(logs).toEqual(['', '', '', '', '']);
+    });
+
+    it('killed once the command started: the command dies with it and never finishes', async () => {
+      expect(['', 'begun\n']).toContain(await killedWorker('started'));
     });
   });
 
