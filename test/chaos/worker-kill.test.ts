@@ -182,7 +182,8 @@ describe('worker killed mid-effect', () => {
   });
 });
 
-describe('shell command killed mid-call (run markers, docs/design.md#shell-run-markers)', () => {
+// Two real worker processes start per test: on a loaded 2-core machine that alone takes half a minute.
+describe('shell command killed mid-call (run markers, docs/design.md#shell-run-markers)', { timeout: 150_000 }, () => {
   const deploy = (f: string) => ({
     call_id: 'deploy',
     tool: 'bash_execute',

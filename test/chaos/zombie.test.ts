@@ -49,6 +49,8 @@ interface Phase {
 
 /** Runs one call whose executor pauses at `failpoint`; returns the file the effect lands in and the outcome. */
 async function zombieScenario({ failpoint, tool, resumeBeforeSettled }: Phase) {
+  const t0 = Date.now();
+  const step = (what: string) => console.error(`[zombie ${failpoint}] +${((Date.now() - t0) / 1000).toFixed(1)} s ${what}`);
   const workspace = tempWorkspace('zombie');
   const file = path.join(workspace, 'config.txt');
   fs.writeFileSync(file, 'replicas=1\n');
@@ -69,22 +71,31 @@ async function zombieScenario({ failpoint, tool, resumeBeforeSettled }: Phase) {
       args: [{ workspace, leaseMs: 2_000, turns: [{ turn: 0, calls: [call] }] }],
     });
     await waitFor(async () => zombie.stopped && zombie.output().includes(`settle failpoint: ${failpoint} → stop`));
+    step('zombie stopped');
 
     const rescuer = startWorker(taskQueue);
+    await rescuer.ready();
+    step('rescuer ready');
     if (resumeBeforeSettled) {
       // Nobody but the paused executor knows how its command ended: the trajectory waits (for an
       // operator, or for the executor), and is settled by the executor's late completion.
       await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator');
+      step('waiting for an operator');
       zombie.signal('SIGCONT');
     }
     const result: TrajectoryResult = await handle.result();
+    step('trajectory done');
     // The zombie resumes where it stopped and finishes its activity (fenced, or recording what it
     // did); a graceful shutdown waits for it.
     zombie.signal('SIGCONT');
     zombie.signal('SIGTERM');
-    expect(await zombie.exited).toEqual({ code: 0, signal: null });
+    // A task it had already polled may run into the failpoint again while it drains: resume it each time.
+    const resume = setInterval(() => zombie.stopped && zombie.signal('SIGCONT'), 200);
+    expect(await zombie.exited.finally(() => clearInterval(resume))).toEqual({ code: 0, signal: null });
+    step('zombie exited');
     rescuer.signal('SIGTERM');
     await rescuer.exited;
+    step('rescuer exited');
 
     const key = (await store.list({ trajectoryId }))[0]!.key;
     return { result, file, workspace, record: await store.get(key), events: await store.events(key) };
@@ -108,7 +119,7 @@ describe('zombie executor (SIGSTOP past its lease, then SIGCONT), in every phase
   ];
 
   for (const p of phases) {
-    it(`${p.phase} (${p.failpoint}): the effect happens exactly once, no operator`, { timeout: 120_000 }, async () => {
+    it(`${p.phase} (${p.failpoint}): the effect happens exactly once, no operator`, { timeout: 300_000 }, async () => {
       const { result, file, workspace, record, events } = await zombieScenario(p);
       expect(effectOf(p.tool, file, workspace)).toBe(once(p.tool));
       expect(result.calls[0]).toMatchObject({ tool: p.tool, state: 'COMPLETED' });
@@ -120,7 +131,7 @@ describe('zombie executor (SIGSTOP past its lease, then SIGCONT), in every phase
   }
 });
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not reached in time');
