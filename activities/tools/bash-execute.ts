@@ -13,7 +13,7 @@ import type { Observation } from '../../core/observation';
 import type { ProbeVerdict } from '../../core/records';
 import { BASH_EXECUTE, type BashExecuteArgs, type BashExecuteIntent } from '../../core/tools/bash-execute';
 import { NoEffect, type SettledTool } from '../settled/settled-tool';
-import { runInSandbox, sandboxAvailability, type SandboxResult } from './sandbox';
+import { runInSandbox, sandboxAvailability, SandboxRefused, type SandboxResult } from './sandbox';
 import { inspectRun, markExited, markStarted, recordPid, removeRun, runsLocation, type RecordedExit } from './shell-markers';
 import { failpoint } from '../failpoints';
 
@@ -52,6 +52,10 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
           failpoint('bash_execute.after_start'),
         );
       },
+    }).catch((err: unknown) => {
+      // Refused before anything started (no sandbox, or a workspace it may not use): provably no effect.
+      if (err instanceof SandboxRefused) throw new NoEffect(err.message);
+      throw err;
     });
     await spawned;
     if (runs) await markExited(runs, ctx.key, ctx.generation, r);
@@ -108,10 +112,7 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
 
 /** The observation for a finished command: the same whether it is returned now or rebuilt by a probe. */
 function observationOf(r: SandboxResult | RecordedExit, timeoutMs: number): Observation {
-  const notes = [
-    r.timedOut ? `timed out after ${timeoutMs} ms; the process group was killed` : null,
-    r.note ? `not sandboxed: ${r.note}` : null,
-  ].filter(Boolean);
+  const notes = [r.timedOut ? `timed out after ${timeoutMs} ms; the process group was killed` : null, r.note].filter(Boolean);
   const stderr = [r.stderr, ...notes.map((n) => `[settle: ${n}]`)].filter(Boolean).join('\n');
   return {
     output: r.stdout,
