@@ -240,7 +240,12 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         const applied = await applyProbe(store, record, { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' });
         return { verdict: 'not_applied', detail: 'no intent recorded', state: applied.state, generation: record.generation };
       }
-      const verdict = await tool.probe(args, record.intent, { workspace: input.workspace });
+      const verdict = await tool.probe(
+        args,
+        record.intent,
+        { workspace: input.workspace },
+        { key: record.key, generation: record.generation },
+      );
       const applied = await applyProbe(store, record, verdict);
       return { verdict: verdict.verdict, detail: verdict.detail, state: applied.state, generation: record.generation };
     },

@@ -15,6 +15,8 @@ import './support/provided-context';
 export default async function setup(project: TestProject) {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-test-'));
   fs.chmodSync(runDir, 0o755);
+  // Shell run markers (activities/tools/shell-markers.ts) of every in-process and spawned worker.
+  process.env.SETTLE_RUNS_DIR ??= path.join(runDir, 'runs');
   const stack = await startStack({
     log: (line) => console.error(`[stack] ${line}`),
     postgres: { dataDir: path.join(SETTLE_DIR, 'pg', `test-${process.pid}`), ephemeral: true },

@@ -83,16 +83,23 @@ export async function runSettled<Args, Intent, Result>(
   await failpoint('settled.after_claim');
 
   const lease = new LeaseKeeper(store, call.key, generation, options, claimSentAt);
+  const intent = plan.intent;
+  // Once this executor recorded the outcome itself, what the tool kept for a probe can go.
+  const recorded = () =>
+    tool.afterSettled?.(call.args, intent, { key: call.key, generation }).catch((err: unknown) => {
+      console.warn(`settle: clean-up after ${call.tool} ${call.key.slice(0, 8)}… failed: ${message(err)}`);
+    });
   let result: Result;
   try {
-    result = await tool.execute(call.args, plan.intent, env, {
+    result = await tool.execute(call.args, intent, env, {
+      key: call.key,
       generation,
       assertLeaseHeld: () => lease.assertHeld(),
     });
   } catch (err) {
     lease.stop();
     if (err instanceof NoEffect) {
-      return release(store, durable, call.key, generation, `${err.name}: ${err.message}`, actor);
+      return release(store, durable, call.key, generation, `${err.name}: ${err.message}`, actor, recorded);
     }
     const detail = `execution ended with an exception, effect unknown: ${message(err)}`;
     const marked = await durable('mark in doubt', () => store.markInDoubt(call.key, generation, detail, actor));
@@ -102,7 +109,7 @@ export async function runSettled<Args, Intent, Result>(
   lease.stop();
   // The effect happened and only this process knows its result: record it, however long the
   // database takes to come back (fenced by generation; a late completion settles an IN_DOUBT).
-  return finish(store, durable, call.key, generation, result, actor);
+  return finish(store, durable, call.key, generation, result, actor, recorded);
 }
 
 type Durable = <T>(what: string, write: () => Promise<T>) => Promise<T>;
@@ -158,9 +165,13 @@ async function finish<Result>(
   generation: number,
   result: Result,
   actor: Actor,
+  onRecorded?: () => Promise<void> | undefined,
 ): Promise<CallOutcome<Result>> {
   const done = await durable('complete', () => store.complete(key, generation, result, actor));
-  if (done.ok) return { kind: 'completed', result, replayed: false, generation };
+  if (done.ok) {
+    await onRecorded?.();
+    return { kind: 'completed', result, replayed: false, generation };
+  }
   // Fenced out: someone settled or re-claimed this key while we ran. The record is the truth;
   // the refused write is in the event trail for operators.
   return outcomeOf(await durable('read the record', () => store.get(key)));
@@ -173,9 +184,13 @@ async function release<Result>(
   generation: number,
   detail: string,
   actor: Actor,
+  onRecorded?: () => Promise<void> | undefined,
 ): Promise<CallOutcome<Result>> {
   const released = await durable('release', () => store.releaseNoEffect(key, generation, detail, actor));
-  if (released.ok) return { kind: 'released', generation, detail };
+  if (released.ok) {
+    await onRecorded?.();
+    return { kind: 'released', generation, detail };
+  }
   return outcomeOf(await durable('read the record', () => store.get(key)));
 }
 
