@@ -11,6 +11,7 @@ import { MAX_OBSERVATION_CHARS } from '../core/history-budget';
 import type { CallOutcome, RecordState } from '../core/records';
 import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
+import { attemptLabel, isErrorObservation, type OutcomeLabel } from '../core/outcome-label';
 import type { EndpointStore } from './store/endpoint-store';
 import { CallStats, type ProposedCall as RecordedProposal } from './store/call-stats';
 import { BudgetStore } from './capability/budget-store';
@@ -61,7 +62,9 @@ export interface ReadOnlyCallInput {
   proposal?: { turn: number; callId: string };
 }
 
-export type ReadOnlyResult = { kind: 'observed'; observation: Observation } | { kind: 'denied'; component: string; reason: string };
+export type ReadOnlyResult =
+  | { kind: 'observed'; observation: Observation; outcome?: OutcomeLabel }
+  | { kind: 'denied'; component: string; reason: string; outcome?: OutcomeLabel };
 
 export interface ProbeReport {
   verdict: 'applied' | 'not_applied' | 'unknown';
@@ -131,7 +134,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     },
 
     /** Runs one attempt at one logical call through its endpoint record. */
-    async executeToolCall(input: ToolCallInput): Promise<CallOutcome<Observation>> {
+    async executeToolCall(input: ToolCallInput): Promise<LabelledOutcome> {
       const ctx = Context.current();
       const trajectoryId = ctx.info.workflowExecution?.workflowId;
       if (!trajectoryId) throw ApplicationFailure.nonRetryable('executeToolCall must run inside a trajectory workflow', FAILURE.NoWorkflow);
@@ -155,7 +158,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
-        return { kind: 'denied', ...access.denied };
+        return { outcome: 'denied', kind: 'denied', ...access.denied };
       }
       return runSettled(
         store,
@@ -210,7 +213,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         : null;
       if (access.denied) {
         await counted;
-        return { kind: 'denied', ...access.denied };
+        return { outcome: 'denied', kind: 'denied', ...access.denied };
       }
       // The tool's own failure (a permission, an I/O error) is the answer to the model, not a
       // reason to retry the activity or fail the turn.
@@ -218,7 +221,8 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         .run(args, { workspace: input.workspace })
         .catch((err: unknown) => failed(`${input.tool} failed: ${err instanceof Error ? err.message : String(err)}`));
       const [observation] = await Promise.all([run, counted]);
-      return { kind: 'observed', observation: boundObservation(observation) };
+      const bounded = boundObservation(observation);
+      return { outcome: isErrorObservation(bounded) ? 'error' : 'ok', kind: 'observed', observation: bounded };
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */
@@ -312,6 +316,14 @@ function boundObservation(o: Observation): Observation {
   };
 }
 
-function boundOutcome(outcome: CallOutcome<Observation>): CallOutcome<Observation> {
-  return outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
+/**
+ * The attempt's result, led by its outcome label: the Web UI shows every activity that returned as
+ * "Completed", so the first thing in its result says in_doubt, replayed or error when it is.
+ */
+function boundOutcome(outcome: CallOutcome<Observation>): LabelledOutcome {
+  const bounded = outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
+  return { outcome: attemptLabel(bounded), ...bounded };
 }
+
+/** A settled attempt's result as the activity returns it (histories before the label lack `outcome`). */
+export type LabelledOutcome = CallOutcome<Observation> & { outcome?: OutcomeLabel };
