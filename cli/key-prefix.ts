@@ -3,6 +3,7 @@
  * `approve` accept any unique prefix of at least 8. An ambiguous prefix is refused, naming the
  * candidates; nothing is ever picked for the operator.
  */
+import type { EndpointStore } from '../activities/store/endpoint-store';
 import { UsageError } from './usage-error';
 
 export const MIN_KEY_PREFIX = 8;
@@ -26,4 +27,11 @@ export function uniqueKey(prefix: string, candidates: readonly string[], where: 
   throw new UsageError(
     `KEY: ${prefix} is ambiguous: ${matches.length} ${where}s match (${matches.join(', ')}); give more digits`,
   );
+}
+
+/** The full key for a KEY argument (a key, or a unique prefix of one), from the endpoint records. */
+export async function fullKey(store: EndpointStore, keyArg: string): Promise<string> {
+  if (keyArg.length === 64) return keyArg;
+  // One more than shown, so "ambiguous" never hides that there are more.
+  return uniqueKey(keyArg, await store.keysStartingWith(keyArg, 11), 'endpoint record');
 }

@@ -176,6 +176,12 @@ export class SettleClient {
     };
   }
 
+  /** The keys of a trajectory's calls so far (asks the workflow: needs a worker). */
+  async callKeys(trajectoryId: string): Promise<string[]> {
+    const calls = await this.handle(trajectoryId).query(callsQuery);
+    return calls.flatMap((c) => (c.key ? [c.key] : []));
+  }
+
   /**
    * Whether a worker polls `taskQueue` for workflow tasks now. The server lists a poller for
    * minutes after it was last seen, so only one seen within a long poll's span counts.
