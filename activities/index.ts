@@ -21,6 +21,7 @@ import type { KeyRing } from './capability/keyring';
 import { accessFor } from '../core/capability/access';
 import type { ChildRequest } from '../core/capability/rules';
 import { applyProbe, runSettled } from './settled/run-settled';
+import { emitCallEvent } from './observability/events';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
@@ -131,6 +132,10 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     /** Counts a proposed call and, if malformed, the rule it broke (idempotent: retries count once). */
     async recordProposedCall(call: RecordedProposal): Promise<void> {
       await callStats.recordProposedCall(call);
+      if (call.issue) {
+        const { trajectoryId, turn, callId, tool } = call;
+        emitCallEvent({ event: 'malformed_call', trajectoryId, turn, callId, tool, field: call.issue.field, rule: call.issue.rule });
+      }
     },
 
     /** Runs one attempt at one logical call through its endpoint record. */
@@ -158,6 +163,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
+        emitCallEvent({ event: 'capability_denied', trajectoryId, turn: input.turn, callId: input.callId, key, tool: input.tool, ...access.denied });
         return { outcome: 'denied', kind: 'denied', ...access.denied };
       }
       return runSettled(
@@ -213,6 +219,15 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         : null;
       if (access.denied) {
         await counted;
+        emitCallEvent({
+          event: 'capability_denied',
+          trajectoryId: audience,
+          turn: input.proposal?.turn ?? -1,
+          callId: input.proposal?.callId ?? '',
+          key: input.key ?? null,
+          tool: input.tool,
+          ...access.denied,
+        });
         return { outcome: 'denied', kind: 'denied', ...access.denied };
       }
       // The tool's own failure (a permission, an I/O error) is the answer to the model, not a

@@ -26,7 +26,9 @@ import {
 } from '../workflows/definitions';
 import type { trajectoryWorkflow } from '../workflows/trajectory';
 import { SA_IN_DOUBT_COUNT, SA_PARENT_TRAJECTORY, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../workflows/search-attributes';
-import { temporal } from '@temporalio/proto';
+// CommonJS package: its namespace comes through the default export under ESM.
+import proto from '@temporalio/proto';
+const { temporal } = proto;
 import { RunTurnInputSchema, TrajectoryRequestSchema, type TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 

@@ -13,6 +13,7 @@
  * - an expired lease turns the record IN_DOUBT on the next claim, atomically;
  * - retention never touches IN_DOUBT (nor IN_FLIGHT).
  */
+import { emitCallEvent } from '../observability/events';
 import { type Kysely, sql } from 'kysely';
 import type { Actor, RecordState } from '../../core/records';
 import type { EndpointEventRow, EndpointRecordRow, SettleDatabase } from './schema';
@@ -364,6 +365,7 @@ export class EndpointStore {
         detail: JSON.stringify({ op, refused: `fenced: generation ${params.generation} no longer holds this record`, current }),
       })
       .execute();
+    emitCallEvent({ event: 'fenced_write', key: params.key, generation: params.generation, op });
     return { ok: false, current };
   }
 

@@ -127,8 +127,8 @@ describe('keys by prefix', () => {
       );
     }
     const ambiguous = runSettle(['show', prefix], { env: cliEnv });
-    expect(ambiguous.code).toBe(2);
     expect(ambiguous.stderr).toContain(`KEY: ${prefix} is ambiguous`);
+    expect(ambiguous.code).toBe(2);
     for (const key of keys) expect(ambiguous.stderr).toContain(key);
 
     const unique = runSettle(['show', `${prefix}1111`], { env: cliEnv });
