@@ -163,7 +163,15 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
-        emitCallEvent({ event: 'capability_denied', trajectoryId, turn: input.turn, callId: input.callId, key, tool: input.tool, ...access.denied });
+        emitCallEvent({
+          event: 'capability_denied',
+          trajectoryId,
+          turn: input.turn,
+          callId: input.callId,
+          key,
+          tool: input.tool,
+          ...access.denied,
+        });
         return { outcome: 'denied', kind: 'denied', ...access.denied };
       }
       return runSettled(

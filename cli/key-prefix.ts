@@ -24,9 +24,7 @@ export function uniqueKey(prefix: string, candidates: readonly string[], where: 
   const matches = [...new Set(candidates.filter((k) => k.startsWith(prefix)))].sort();
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0) throw new UsageError(`KEY: no ${where} has a key starting with ${prefix}`);
-  throw new UsageError(
-    `KEY: ${prefix} is ambiguous: ${matches.length} ${where}s match (${matches.join(', ')}); give more digits`,
-  );
+  throw new UsageError(`KEY: ${prefix} is ambiguous: ${matches.length} ${where}s match (${matches.join(', ')}); give more digits`);
 }
 
 /** The full key for a KEY argument (a key, or a unique prefix of one), from the endpoint records. */

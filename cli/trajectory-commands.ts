@@ -16,7 +16,6 @@ import { fullKey, keyArgument, uniqueKey } from './key-prefix';
 import { formatTable } from './table';
 import { UsageError } from './usage-error';
 
-
 export function registerTrajectoryCommands(program: Command): void {
   program
     .command('start')
@@ -181,7 +180,15 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
       console.log(
         formatTable(
           ['turn', 'call', 'tool', 'key', 'state', 'gen', 'updated'],
-          records.rows!.map((r) => [String(r.turn), r.callId, r.tool, r.key.slice(0, 16), r.state, String(r.generation), r.updatedAt.toISOString()]),
+          records.rows!.map((r) => [
+            String(r.turn),
+            r.callId,
+            r.tool,
+            r.key.slice(0, 16),
+            r.state,
+            String(r.generation),
+            r.updatedAt.toISOString(),
+          ]),
         ),
       );
     }

@@ -206,7 +206,11 @@ export class SettleClient {
     const found: TrajectoryStatusReport['subAgents'] = [];
     const query = `${SA_PARENT_TRAJECTORY.name} = ${JSON.stringify(trajectoryId)}`;
     for await (const w of this.client.workflow.list({ query })) {
-      found.push({ trajectoryId: w.workflowId, runStatus: w.status.name, status: w.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null });
+      found.push({
+        trajectoryId: w.workflowId,
+        runStatus: w.status.name,
+        status: w.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null,
+      });
       if (found.length >= 100) break;
     }
     return found.sort((a, b) => a.trajectoryId.localeCompare(b.trajectoryId));

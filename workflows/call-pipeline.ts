@@ -275,7 +275,7 @@ async function approvalFor(
   state.awaitingApproval.add(key);
   const since = Date.now();
   const approve = (deny: boolean) =>
-    `settle approve ${shellWord(ctx.trajectoryId)} ${key} --approver YOUR_NAME --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
+    `settle approve ${shellWord(ctx.trajectoryId)} ${key} \\\n  --approver YOUR_NAME --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
   state.publish(
     'waiting_approval',
     waitDetails({
@@ -290,7 +290,9 @@ async function approvalFor(
     }),
   );
   // The timer is the approval deadline; its summary says so on the timeline.
-  const decided = await condition(() => state.approvals.has(key), timeoutMs, { summary: `approval deadline ${key.slice(0, 8)}… (then denied)` });
+  const decided = await condition(() => state.approvals.has(key), timeoutMs, {
+    summary: `approval deadline ${key.slice(0, 8)}… (then denied)`,
+  });
   state.awaitingApproval.delete(key);
   const decision: Decision = decided
     ? state.approvals.get(key)!

@@ -268,7 +268,8 @@ export class SettledCall {
   /** The current details while an operator must decide: a one-line summary, then the exact commands. */
   private operatorDetails(why: string): string {
     this.waitingSince ??= Date.now();
-    const resolve = (as: string) => `settle resolve ${this.key} --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
+    // Two lines each (a shell continues after `\`): the UI's details pane cuts lines longer than ~90 characters.
+    const resolve = (as: string) => `settle resolve ${this.key} \\\n  --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
     return waitDetails({
       headline: 'waiting for an operator',
       tool: this.report.tool,

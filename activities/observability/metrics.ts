@@ -43,10 +43,18 @@ export class SettleMetrics {
   readonly claims = new Family('settle_claims_total', 'counter', 'Claims that took a key IN_FLIGHT (a new execution), by tool.');
   readonly replays = new Family('settle_replays_total', 'counter', 'Calls answered from a COMPLETED record without executing, by tool.');
   readonly busy = new Family('settle_busy_total', 'counter', 'Claims refused because another executor held a live lease, by tool.');
-  readonly inDoubt = new Family('settle_in_doubt_total', 'counter', 'Transitions to IN_DOUBT, by tool and cause (exception, lease_expired).');
+  readonly inDoubt = new Family(
+    'settle_in_doubt_total',
+    'counter',
+    'Transitions to IN_DOUBT, by tool and cause (exception, lease_expired).',
+  );
   readonly released = new Family('settle_not_executed_total', 'counter', 'Executions that proved no effect (NOT_EXECUTED), by tool.');
   readonly settled = new Family('settle_settled_total', 'counter', 'IN_DOUBT records settled, by who (probe, operator) and to what state.');
-  readonly fenced = new Family('settle_fenced_writes_total', 'counter', 'Writes refused by fencing (a late or zombie executor), by operation.');
+  readonly fenced = new Family(
+    'settle_fenced_writes_total',
+    'counter',
+    'Writes refused by fencing (a late or zombie executor), by operation.',
+  );
   readonly denials = new Family('settle_capability_denials_total', 'counter', 'Accesses refused by the capability, by component.');
   readonly malformed = new Family('settle_malformed_calls_total', 'counter', 'Proposed calls refused by validation, by tool.');
   readonly leaseFailures = new Family('settle_lease_renewals_failed_total', 'counter', 'Lease renewals refused or lost, by tool.');

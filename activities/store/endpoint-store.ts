@@ -298,7 +298,8 @@ export class EndpointStore {
 
   /** Keys that start with `prefix` (lowercase hex), at most `limit` of them, in key order. */
   async keysStartingWith(prefix: string, limit = 10): Promise<string[]> {
-    if (!/^[0-9a-f]{1,64}$/.test(prefix)) throw new RangeError(`prefix: must be 1 to 64 lowercase hex digits (got ${JSON.stringify(prefix)})`);
+    if (!/^[0-9a-f]{1,64}$/.test(prefix))
+      throw new RangeError(`prefix: must be 1 to 64 lowercase hex digits (got ${JSON.stringify(prefix)})`);
     const rows = await this.db.selectFrom(RECORDS).select('key').where('key', 'like', `${prefix}%`).orderBy('key').limit(limit).execute();
     return rows.map((r) => r.key);
   }

@@ -40,7 +40,9 @@ async function historyOf(trajectoryId: string): Promise<{ activities: string[]; 
   const history = await client.workflow.getHandle(trajectoryId).fetchHistory();
   const events = history.events ?? [];
   return {
-    activities: events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name!] : [])),
+    activities: events.flatMap((e) =>
+      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name!] : [],
+    ),
     timers: events.filter((e) => e.timerStartedEventAttributes).length,
     events: events.length,
   };
@@ -63,11 +65,16 @@ describe('a shell call in doubt (bash_execute declares no probe)', { timeout: 24
       expect(summary).toMatch(
         /^\*\*waiting for an operator\*\* · `bash_execute` `echo deployed >> deploy\.log` · key `[0-9a-f]{16}` · since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · no deadline$/,
       );
-      // Each command complete on its own line inside a fenced block: Markdown leaves it as is.
-      const block = rest.join('\n').match(/```sh\n([\s\S]*?)\n```/)?.[1]?.split('\n');
+      // Complete commands (continued with a backslash) inside a fenced block: Markdown leaves them as they are.
+      const block = rest
+        .join('\n')
+        .match(/```sh\n([\s\S]*?)\n```/)?.[1]
+        ?.split('\n');
       expect(block).toEqual([
-        `settle resolve ${key} --as applied --operator YOUR_NAME --reason 'what you checked'`,
-        `settle resolve ${key} --as not-applied --operator YOUR_NAME --reason 'what you checked'`,
+        `settle resolve ${key} \\`,
+        `  --as applied --operator YOUR_NAME --reason 'what you checked'`,
+        `settle resolve ${key} \\`,
+        `  --as not-applied --operator YOUR_NAME --reason 'what you checked'`,
       ]);
 
       // status: outcome column, probes apart from attempts, aligned columns.
@@ -76,8 +83,30 @@ describe('a shell call in doubt (bash_execute declares no probe)', { timeout: 24
       const lines = status.stdout.split('\n');
       const header = lines.find((l) => l.startsWith('turn'))!;
       const row = lines[lines.indexOf(header) + 1]!;
-      expect(header.split(/\s{2,}/)).toEqual(['turn', 'call', 'tool', 'level', 'key', 'state', 'resolution', 'outcome', 'attempts', 'probes']);
-      expect(row.split(/\s{2,}/)).toEqual(['0', 'deploy', 'bash_execute', 'A2', key.slice(0, 16), 'IN_DOUBT', 'pending', 'in_doubt', '1', '0']);
+      expect(header.split(/\s{2,}/)).toEqual([
+        'turn',
+        'call',
+        'tool',
+        'level',
+        'key',
+        'state',
+        'resolution',
+        'outcome',
+        'attempts',
+        'probes',
+      ]);
+      expect(row.split(/\s{2,}/)).toEqual([
+        '0',
+        'deploy',
+        'bash_execute',
+        'A2',
+        key.slice(0, 16),
+        'IN_DOUBT',
+        'pending',
+        'in_doubt',
+        '1',
+        '0',
+      ]);
       expect(row.indexOf('IN_DOUBT')).toBe(header.indexOf('state'));
 
       // The 16 digits status prints are enough to settle it.
@@ -101,14 +130,21 @@ describe('settle status without a worker', () => {
   it('says no worker polls the task queue and shows the endpoint records instead of waiting', async () => {
     const trajectoryId = uniqueId('orphan');
     const taskQueue = uniqueId('tq-nobody');
-    await client.workflow.start('trajectoryWorkflow', { taskQueue, workflowId: trajectoryId, args: [{ workspace: tempWorkspace('orphan') }] });
+    await client.workflow.start('trajectoryWorkflow', {
+      taskQueue,
+      workflowId: trajectoryId,
+      args: [{ workspace: tempWorkspace('orphan') }],
+    });
     try {
       const r = await runSettleAsync(['status', trajectoryId], { env: cliEnv });
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(r.stdout).toContain(`no worker polls task queue "${taskQueue}"`);
       expect(r.stdout).toContain('no endpoint records');
-      const json = JSON.parse((await runSettleAsync(['status', trajectoryId, '--json'], { env: cliEnv })).stdout) as Record<string, unknown>;
+      const json = JSON.parse((await runSettleAsync(['status', trajectoryId, '--json'], { env: cliEnv })).stdout) as Record<
+        string,
+        unknown
+      >;
       expect(json).toMatchObject({ workerPolling: false, taskQueue, records: [] });
     } finally {
       await client.workflow.getHandle(trajectoryId).terminate('test done');
@@ -116,7 +152,8 @@ describe('settle status without a worker', () => {
   });
 });
 
-describe('keys by prefix', () => {
+// Each CLI run starts the TypeScript loader afresh (seconds each on a loaded machine).
+describe('keys by prefix', { timeout: 150_000 }, () => {
   it('show accepts a unique prefix of 8+ hex digits and refuses an ambiguous one, naming the candidates', async () => {
     const prefix = 'feedbeef';
     const keys = ['0', '1'].map((c) => prefix + c.repeat(56));
@@ -187,8 +224,10 @@ describe('outcomes, summaries, approvals', () => {
       return s.status === 'waiting_approval' ? s : null;
     }, 'waiting_approval');
     const key = pending.calls[0]!.key!;
-    expect(pending.waitingFor!.split('\n')[0]).toMatch(/^\*\*waiting for approval\*\* · `bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/);
-    expect(pending.waitingFor).toContain(`settle approve ${id} ${key} --approver YOUR_NAME --reason 'change ticket or why'\n`);
+    expect(pending.waitingFor!.split('\n')[0]).toMatch(
+      /^\*\*waiting for approval\*\* · `bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/,
+    );
+    expect(pending.waitingFor).toContain(`settle approve ${id} ${key} \\\n  --approver YOUR_NAME --reason 'change ticket or why'\n`);
     const timers = ((await client.workflow.getHandle(id).fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes);
     expect(timers.map((t) => t.userMetadata?.summary?.data && Buffer.from(t.userMetadata.summary.data).toString())).toEqual([
       `"approval deadline ${key.slice(0, 8)}… (then denied)"`,

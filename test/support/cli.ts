@@ -23,7 +23,10 @@ export function runSettle(args: string[], options: { input?: string | Buffer; en
 /** As runSettle, without blocking the event loop: for commands an in-process worker must answer. */
 export function runSettleAsync(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SETTLE_BIN, ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SETTLE_BIN, ...args], {
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

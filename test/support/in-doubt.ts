@@ -29,6 +29,7 @@ export function workerProcess(taskQueue: string, failpoints = '', env: NodeJS.Pr
     workflowBundlePath: inject('workflowBundlePath'),
     failpoints,
     env,
+    maxOutput: 4 * 1024 * 1024,
   });
 }
 
