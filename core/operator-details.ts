@@ -29,14 +29,15 @@ export interface WaitDetails {
 export function waitDetails(d: WaitDetails): string {
   const deadline = d.deadline ? `deadline ${utc(d.deadline.atMs)} (then ${d.deadline.then})` : 'no deadline';
   const target = d.target ? ` ${codeSpan(d.target)}` : '';
+  // The commands come before the explanation: the UI's details pane shows only the first lines.
   return [
     `**${d.headline}** · ${codeSpan(d.tool)}${target} · key ${codeSpan(d.key.slice(0, 16))} · since ${utc(d.sinceMs)} · ${deadline}`,
-    '',
-    d.explanation,
     '',
     '```sh',
     ...d.commands,
     '```',
+    '',
+    d.explanation,
   ].join('\n');
 }
 

@@ -285,7 +285,7 @@ async function approvalFor(
       key,
       sinceMs: since,
       deadline: { atMs: since + timeoutMs, then: 'denied' },
-      explanation: `Call ${codeSpan(call.call_id)} (turn ${report.turn}) is A3: it runs only once a person approves it. Approve or deny with one of:`,
+      explanation: `Call ${codeSpan(call.call_id)} (turn ${report.turn}) is A3: it runs only once a person approves it, with one of the commands above.`,
       commands: [approve(false), approve(true)],
     }),
   );

@@ -279,7 +279,7 @@ export class SettledCall {
       deadline: null,
       explanation:
         `Call ${codeSpan(this.report.callId)} (turn ${this.report.turn}) is IN_DOUBT: it may have taken effect, and ${why}. ` +
-        'Check whether it did, then settle it with one of:',
+        'Check whether it did, then settle it with one of the commands above.',
       commands: [resolve('applied'), resolve('not-applied')],
     });
   }
