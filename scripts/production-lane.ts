@@ -14,6 +14,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -69,7 +70,9 @@ async function main(): Promise<number> {
     log(`postgres ${postgres.url.replace(/:[^:@/]*@/, ':***@')}: temporal and temporal_visibility schemas set up`);
 
     // 2. The Temporal server, with a config of our own (ports, credentials, shards).
-    const [frontend, frontendHttp, history, matching, workerSvc, m1, m2, m3, m4, pprof, metrics] = await freePorts(11);
+    const [frontend, frontendHttp, history, matching, workerSvc, pprof, metrics] = await freePorts(7);
+    // Temporal stores membership ports in a smallint column: they must be below 32768.
+    const [m1, m2, m3, m4] = await lowFreePorts(4);
     fs.copyFileSync(
       path.join(moduleDir, 'config', 'dynamicconfig', 'development-sql.yaml'),
       path.join(LANE_DIR, 'config', 'dynamicconfig', 'lane.yaml'),
@@ -259,11 +262,30 @@ dynamicConfigClient:
 `;
 }
 
+/** Free loopback ports below 32768, found by binding candidates. */
+async function lowFreePorts(n: number): Promise<number[]> {
+  const found = new Set<number>();
+  while (found.size < n) {
+    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(candidate, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) found.add(candidate);
+  }
+  return [...found];
+}
+
+/** The last failure of tryRun, for the error message when waiting gives up. */
+let lastFailure = '';
+
 function tryRun(bin: string, args: string[]): boolean {
   try {
-    execFileSync(bin, args, { stdio: 'ignore', timeout: 30_000 });
+    execFileSync(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
     return true;
-  } catch {
+  } catch (err) {
+    lastFailure = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim();
     return false;
   }
 }
@@ -273,7 +295,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs: n
   while (!(await check())) {
     if (server.exitCode !== null)
       throw new Error(`the Temporal server exited (${server.exitCode}) while waiting for ${what}; see .settle/production/server.log`);
-    if (Date.now() > deadline) throw new Error(`${what}: not ready after ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`${what}: not ready after ${timeoutMs} ms${lastFailure ? ` (last: ${lastFailure})` : ''}`);
     await new Promise((r) => setTimeout(r, 1_000));
   }
 }
