@@ -131,7 +131,6 @@ async function main(): Promise<number> {
             'default',
             '--address',
             address,
-            '--yes',
           ]),
         `search attribute ${name}`,
         60_000,
