@@ -23,11 +23,11 @@ export function installRuntime(level: LogLevel = 'WARN', options: RuntimeOptions
         process.stdout.write(jsonLine(entry.level.toLowerCase(), entry.message, { source: 'temporal', ...entry.meta }) + '\n');
       })
     : new DefaultLogger(level);
-  Runtime.install({
-    logger,
-    ...(options.metricsBindAddress
-      ? { telemetryOptions: { metrics: { prometheus: { bindAddress: options.metricsBindAddress, countersTotalSuffix: true } } } }
-      : {}),
-  });
+  const metrics = options.metricsBindAddress
+    ? { metrics: { prometheus: { bindAddress: options.metricsBindAddress, countersTotalSuffix: true } } }
+    : {};
+  // JSON logs: the SDK's native (Core) lines go through the same logger instead of the console.
+  const logging = options.jsonLogs ? { logging: { filter: { core: 'WARN' as const, other: 'ERROR' as const }, forward: {} } } : {};
+  Runtime.install({ logger, telemetryOptions: { ...metrics, ...logging } });
   return true;
 }
