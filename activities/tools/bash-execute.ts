@@ -69,12 +69,13 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
       return {
         verdict: 'unknown',
         detail: `no run markers were kept for this execution of ${command}; an operator must settle it`,
+        final: true,
       };
     }
     const facts = await inspectRun(intent.runs, at.key, at.generation);
     switch (facts.kind) {
       case 'unreachable':
-        return { verdict: 'unknown', detail: `${facts.detail}; an operator must settle ${command}` };
+        return { verdict: 'unknown', detail: `${facts.detail}; an operator must settle ${command}`, final: true };
       case 'not_started':
         return {
           verdict: 'not_applied',
@@ -99,6 +100,9 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
         return {
           verdict: 'unknown',
           detail: `${command} started and no exit was recorded: ${state}; markers in ${facts.dir}. An operator must settle it`,
+          // Still running (a paused worker): a later probe may find its exit marker. Otherwise
+          // nothing will change until a person looks.
+          final: running.kind !== 'running',
         };
       }
     }

@@ -37,3 +37,6 @@ export function runNode(
     child.stdin.end(options.input ?? '');
   });
 }
+
+/** The same as runSettle (kept for tests written when runSettle was synchronous). */
+export const runSettleAsync = runSettle;

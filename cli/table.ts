@@ -1,0 +1,12 @@
+/** Plain-text tables whose columns fit their longest value, so long ids and errors never shift the others. */
+
+/** Renders `rows` under `headers`, columns separated by two spaces; the last column is not padded. */
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n');
+}
