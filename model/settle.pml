@@ -439,7 +439,11 @@ attempt:
 probe:
   /* probeToolCall: read the record; probe the world only if it is IN_DOUBT */
   atomic {
-    assert(rstate != UNSEEN);   /* retention never purges a record a run still works on */
+    /* P6 retention never purges a record a run still works on */
+    if
+    :: rstate == UNSEEN -> printf("PROPERTY VIOLATED: P6 run %d probes a purged record\n", r); assert(false)
+    :: else
+    fi;
     pg = rgen; st = rstate; pint = rintent
   };
   if

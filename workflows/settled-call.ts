@@ -208,7 +208,7 @@ export class SettledCall {
       state.publish(
         'waiting_operator',
         `call ${this.short}… IN_DOUBT, probe says unknown (${probe.detail}). ` +
-          `Settle with: settle resolve ${key} --as applied|not-applied --operator NAME --reason TEXT`,
+          `Settle with: settle resolve ${key} --generation ${probe.generation} --as applied|not-applied --operator NAME --reason TEXT`,
       );
       const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
       // Only a verdict on this generation settles it: one given on an earlier generation says
