@@ -38,12 +38,20 @@ interface Mutation {
   /** What the switch changes, in the code's terms. */
   what: string;
   flags?: string[];
+  /** The property the counterexample must violate (when the others are switched off). */
+  expect?: string;
 }
 
 /** Each must yield a counterexample. */
 const MUTATIONS: Mutation[] = [
   { flag: 'MUT_RELEASE_ON_EXCEPTION', what: 'any exception releases the key (NOT_EXECUTED) instead of marking it IN_DOUBT' },
   { flag: 'MUT_SKIP_LOCAL_LEASE_CHECK', what: 'no assertLeaseHeld() before the effect' },
+  {
+    flag: 'MUT_SKIP_LOCAL_LEASE_CHECK NO_P3',
+    what: 'the same, P3 unchecked: a COMPLETED record names a generation that did not apply the effect',
+    expect: 'P2',
+  },
+  { flag: 'MUT_SKIP_LOCAL_LEASE_CHECK NO_P2 NO_P3', what: 'the same, P2 and P3 unchecked: the effect happens twice', expect: 'P1' },
   { flag: 'MUT_DRIFT_EXCEEDS_MARGIN', what: 'the database lease may lapse while the local clock still shows it held' },
   { flag: 'MUT_UNFENCED_RELEASE', what: 'releaseNoEffect not fenced by generation' },
   { flag: 'MUT_RENEW_AFTER_LAPSE MUT_RENEW_NO_GEN', what: 'renewal after a local lapse AND renewStatement not fenced by generation' },
@@ -172,12 +180,13 @@ function main(): number {
   for (const m of MUTATIONS) {
     const flags = m.flag.split(' ').map((f) => `-D${f}`);
     const r = verify(m.flag.replace(/ /g, '+'), [...MUTATION_BOUNDS, ...(m.flags ?? []), ...flags]);
-    const caught = r.errors > 0;
+    const violated = r.errors > 0 ? counterexample(r) : '';
+    const caught = r.errors > 0 && (!m.expect || violated.startsWith(m.expect));
     if (!caught) failures++;
-    console.log(`${caught ? 'CAUGHT' : 'MISSED'}  ${m.flag}: ${m.what}`);
+    console.log(`${caught ? 'CAUGHT' : 'MISSED'}  ${m.flag}: ${m.what}${m.expect ? ` (must violate ${m.expect})` : ''}`);
     console.log(
-      caught
-        ? `        ${counterexample(r)} (${r.states.toLocaleString('en')} states)\n        trail: cd ${path.relative(process.cwd(), r.dir)} && spin -t -p ${r.flags.join(' ')} settle.pml`
+      r.errors > 0
+        ? `        ${violated} (${r.states.toLocaleString('en')} states)\n        trail: cd ${path.relative(process.cwd(), r.dir)} && spin -t -p ${r.flags.join(' ')} settle.pml`
         : `        no counterexample in ${fmt(r)}`,
     );
   }
