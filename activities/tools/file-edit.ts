@@ -14,6 +14,7 @@ import { FILE_EDIT } from '../../core/tools/file-edit';
 import { failed, ok, type Observation } from '../../core/observation';
 import type { ProbeVerdict } from '../../core/records';
 import { resolveForTool } from '../workspace';
+import { sizeOverLimit } from './text-files';
 import { failpoint } from '../failpoints';
 import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
 
@@ -32,6 +33,8 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     const resolved = await resolveForTool(env.workspace, args.path);
     if ('refusal' in resolved) return { kind: 'answer', result: resolved.refusal };
     const real = resolved.path;
+    const oversize = await sizeOverLimit(real);
+    if (oversize !== null) return { kind: 'answer', result: failed(`${args.path}: ${oversize} bytes, over the 5 MiB limit of file_edit`) };
     const before = await readIfFile(real);
     if (before === null) return { kind: 'answer', result: failed(`${args.path}: no such file (file_edit edits existing files only)`) };
     if (!Buffer.from(before, 'utf8').equals(await fs.readFile(real))) {
@@ -52,6 +55,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
   },
 
   async execute(args, intent, _env: ToolEnv, ctx: ExecutionContext): Promise<Observation> {
+    if ((await sizeOverLimit(intent.path)) !== null) throw new NoEffect(`${args.path} grew over the 5 MiB limit of file_edit; not writing`);
     const current = await readIfFile(intent.path);
     if (current === null || sha256(current) !== intent.sha256_before) {
       // Changed since the intent was recorded; nothing written yet.
@@ -65,7 +69,9 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       const handle = await fs.open(tmp, 'wx', stat.mode & 0o7777);
       try {
         await handle.writeFile(next);
-        await handle.chmod(stat.mode & 0o7777); // umask may have narrowed the mode at open
+        // A root worker keeps the file's owner, so the (unprivileged) sandbox user can still write it.
+        if (process.getuid?.() === 0) await handle.chown(stat.uid, stat.gid);
+        await handle.chmod(stat.mode & 0o7777); // umask may have narrowed the mode at open (and chown clears set-id bits)
         await handle.sync();
       } finally {
         await handle.close();

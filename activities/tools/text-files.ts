@@ -21,6 +21,16 @@ export async function readTextFile(p: string): Promise<TextFile> {
   return { kind: 'text', text: bytes.toString('utf8') };
 }
 
+/**
+ * The size of `p` when it is a file larger than the file tools handle, else null (missing files
+ * and directories are for the caller to report). Checked before reading, so a huge file is never
+ * loaded into the worker's memory.
+ */
+export async function sizeOverLimit(p: string): Promise<number | null> {
+  const stat = await fs.stat(p).catch(() => null);
+  return stat && stat.size > MAX_TEXT_FILE_BYTES ? stat.size : null;
+}
+
 /** Lines without their terminators; a final newline does not start an extra line. */
 export function splitLines(text: string): string[] {
   if (text === '') return [];
