@@ -14,19 +14,23 @@ export type CallResolution =
   | { path: 'update'; trajectoryId: string; state: string }
   /** Nobody waits for the call: the record was settled directly (`why` says why). */
   | { path: 'record'; trajectoryId: string; state: string; generation: number; why: string }
-  /** The record is not IN_DOUBT (any more): nothing to settle. */
-  | { path: 'none'; state: string };
+  /** The record is not IN_DOUBT (any more), or not at the generation examined: nothing settled. */
+  | { path: 'none'; state: string; generation?: number };
 
 /** Throws what the trajectory's validator refused (e.g. an empty operator name), as Temporal reports it. */
 export async function resolveCall(client: SettleClient, store: EndpointStore, settlement: OperatorSettlement): Promise<CallResolution> {
   const record = await store.get(settlement.key);
   if (!record) return { path: 'none', state: 'UNSEEN' };
-  if (record.state !== 'IN_DOUBT') return { path: 'none', state: record.state };
+  if (record.state !== 'IN_DOUBT') return { path: 'none', state: record.state, generation: record.generation };
+  // The verdict is about one execution: the generation the operator examined, else the one read
+  // now. It is never written on a later generation (docs/model-checking.md#found).
+  const pinned = { ...settlement, generation: settlement.generation ?? record.generation };
+  if (pinned.generation !== record.generation) return { path: 'none', state: record.state, generation: record.generation };
   const { trajectoryId } = record;
-  const viaUpdate = await settleThroughTrajectory(client, trajectoryId, settlement);
+  const viaUpdate = await settleThroughTrajectory(client, trajectoryId, pinned);
   if (viaUpdate.kind === 'settled') return { path: 'update', trajectoryId, state: viaUpdate.state };
-  const outcome = await settleByOperator(store, settlement);
-  if (!outcome.settled) return { path: 'none', state: outcome.state };
+  const outcome = await settleByOperator(store, pinned);
+  if (!outcome.settled) return { path: 'none', state: outcome.state, generation: outcome.generation };
   return { path: 'record', trajectoryId, state: outcome.state, generation: outcome.generation, why: viaUpdate.why };
 }
 

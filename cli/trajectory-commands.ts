@@ -84,8 +84,16 @@ export function registerTrajectoryCommands(program: Command): void {
     .requiredOption('--as <verdict>', 'applied | not-applied')
     .requiredOption('--operator <name>', 'who settles (recorded on the record and its events)')
     .requiredOption('--reason <text>', 'why (recorded)')
-    .action(async (keyArg: string, opts: { as: string; operator: string; reason: string }) => {
+    .option(
+      '--generation <n>',
+      'the generation you examined (settle show KEY): the verdict is refused if the record has moved on; default: the one read now',
+    )
+    .action(async (keyArg: string, opts: { as: string; operator: string; reason: string; generation?: string }) => {
       keyArgument(keyArg);
+      const generation = opts.generation === undefined ? undefined : Number(opts.generation);
+      if (generation !== undefined && !(/^[1-9][0-9]*$/.test(opts.generation!) && Number.isSafeInteger(generation))) {
+        throw new UsageError(`--generation: must be an integer ≥ 1 (got ${JSON.stringify(opts.generation)})`);
+      }
       if (opts.as !== 'applied' && opts.as !== 'not-applied')
         throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
       if (!opts.operator.trim()) throw new UsageError('--operator: must be a non-empty name');
@@ -96,13 +104,16 @@ export function registerTrajectoryCommands(program: Command): void {
         verdict: opts.as === 'applied' ? 'applied' : 'not_applied',
         operator: opts.operator,
         reason: opts.reason,
+        ...(generation !== undefined ? { generation } : {}),
       } as const;
       const resolution = await withStore((store) => withClient((client) => resolveCall(client, store, settlement).catch(rejected)));
       if (resolution.path === 'none') {
         throw new UsageError(
           resolution.state === 'UNSEEN'
             ? `KEY: no endpoint record for ${key}`
-            : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
+            : resolution.state === 'IN_DOUBT'
+              ? `--generation: the record is IN_DOUBT at generation ${resolution.generation}, not the generation ${generation ?? 'read when resolve started'} examined; look again (settle show KEY)`
+              : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
         );
       }
       const settled = `${key.slice(0, 16)}… in ${resolution.trajectoryId}: ${resolution.state} (settled by operator:${opts.operator})`;

@@ -106,6 +106,8 @@ export interface SettleCallInput {
   verdict: 'applied' | 'not_applied';
   operator: string;
   reason: string;
+  /** The generation the operator examined: the verdict settles that generation only. */
+  generation?: number;
 }
 
 export interface ApproveCallInput {

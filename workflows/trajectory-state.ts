@@ -63,6 +63,9 @@ export class TrajectoryState {
     if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
     requireText(s.operator, 'operator', 'a non-empty name');
     requireText(s.reason, 'reason', 'a non-empty explanation');
+    if (s.generation !== undefined && !(Number.isSafeInteger(s.generation) && s.generation >= 1)) {
+      throw new InputError('generation', `be an integer ≥ 1 (got ${JSON.stringify(s.generation)})`);
+    }
   }
 
   recordOperatorVerdict(key: string, generation: number | null, state: RecordStateOrUnseen): void {

@@ -13,6 +13,13 @@ export interface OperatorSettlement {
   verdict: 'applied' | 'not_applied';
   operator: string;
   reason: string;
+  /**
+   * The generation the operator examined. The verdict settles that generation only: if the record
+   * has moved on (settled, claimed again, and IN_DOUBT at a later generation), the verdict says
+   * nothing about the new execution and is refused (docs/model-checking.md#found). Absent: the
+   * generation read here, just before the write (callers that examined a record should pass it).
+   */
+  generation?: number;
 }
 
 export type OperatorOutcome =
@@ -21,19 +28,24 @@ export type OperatorOutcome =
   /** Nothing to settle: the record is not IN_DOUBT (any more), or does not exist. */
   | { settled: false; state: RecordState | 'UNSEEN'; generation: number };
 
-/** Settles the record's current IN_DOUBT generation, fenced by that generation. */
+/**
+ * Settles the IN_DOUBT generation the operator examined (`input.generation`, else the one read
+ * now), fenced by that generation: a verdict never lands on a later execution (a refused write
+ * leaves an event naming the operator).
+ */
 export async function settleByOperator(store: EndpointStore, input: OperatorSettlement): Promise<OperatorOutcome> {
   const record = await store.get(input.key);
   if (!record) return { settled: false, state: 'UNSEEN', generation: 0 };
   if (record.state !== 'IN_DOUBT') return { settled: false, state: record.state, generation: record.generation };
+  const generation = input.generation ?? record.generation;
   const actor = `operator:${input.operator}` as const;
   const write =
     input.verdict === 'applied'
-      ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: operatorResult(input) }, actor, input.reason)
-      : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, actor, input.reason);
+      ? await store.settle(record.key, generation, { as: 'COMPLETED', result: operatorResult(input) }, actor, input.reason)
+      : await store.settle(record.key, generation, { as: 'NOT_EXECUTED' }, actor, input.reason);
   if (write.ok) {
-    emitCallEvent({ event: 'settled', key: record.key, generation: record.generation, by: 'operator', state: write.record.state, actor });
-    return { settled: true, state: write.record.state, generation: record.generation };
+    emitCallEvent({ event: 'settled', key: record.key, generation, by: 'operator', state: write.record.state, actor });
+    return { settled: true, state: write.record.state, generation };
   }
   // Fenced out: settled or re-claimed meanwhile (a probe, a late completion). The record is the truth.
   return { settled: false, state: write.current?.state ?? 'UNSEEN', generation: write.current?.generation ?? record.generation };

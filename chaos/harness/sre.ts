@@ -75,6 +75,8 @@ export class Sre {
         verdict,
         operator: 'chaos-sre',
         reason: `${uid} is ${present ? '' : 'not '}in the workspace files; its executor is gone`,
+        // The facts above are about this generation's execution: never settle a later one with them.
+        generation: record.generation,
       });
       this.actions.push({ key: record.key, tool: record.tool, verdict, path: resolution.path, at: Date.now() });
       if (resolution.path !== 'none') settled++;
