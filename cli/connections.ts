@@ -10,9 +10,13 @@ import { loadTemporalTarget } from '../client/connection';
 import { readDevSettings } from './dev-settings';
 import { UsageError } from './usage-error';
 
-export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>): Promise<T> {
+export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, options: { why?: string } = {}): Promise<T> {
   const url = process.env.DATABASE_URL || readDevSettings()?.databaseUrl;
-  if (!url) throw new UsageError('DATABASE_URL: must be set (or run `settle dev`, whose settings the CLI then finds)');
+  if (!url) {
+    throw new UsageError(
+      `DATABASE_URL: must be set (or run \`settle dev\`, whose settings the CLI then finds)${options.why ? `: ${options.why}` : ''}`,
+    );
+  }
   const db = openDatabase(url, { max: 1 });
   try {
     return await fn(new EndpointStore(db));

@@ -14,6 +14,9 @@ import { InputError } from '../core/errors';
 import { isRecordState, RECORD_STATES } from '../core/records';
 import { UsageError } from './usage-error';
 
+/** Rows `settle records` lists at most: a bigger number is a typo, and the database would refuse one past 2^63. */
+const MAX_LIST_LIMIT = 1_000_000;
+
 const program = new Command();
 program
   .name('settle')
@@ -101,7 +104,7 @@ program
   .description('List endpoint records.')
   .option('--state <state>', `one of ${RECORD_STATES.join(', ')}`, parseState)
   .option('--trajectory <id>', 'only this trajectory')
-  .option('--limit <n>', 'at most this many rows', parsePositiveInt('--limit'), 1000)
+  .option('--limit <n>', `at most this many rows (1 to ${MAX_LIST_LIMIT})`, parsePositiveInt('--limit', MAX_LIST_LIMIT), 1000)
   .option('--json', 'one JSON array on stdout', false)
   .action(async (opts: { state?: (typeof RECORD_STATES)[number]; trajectory?: string; limit: number; json: boolean }) => {
     const { withStore } = await import('./connections');
@@ -163,9 +166,9 @@ function parseTurn(value: string): number {
   return Number(value);
 }
 
-function parsePositiveInt(flag: string) {
+function parsePositiveInt(flag: string, max: number) {
   return (value: string): number => {
-    if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError(`${flag} must be an integer ≥ 1`);
+    if (!/^[1-9]\d*$/.test(value) || Number(value) > max) throw new InvalidArgumentError(`${flag} must be an integer from 1 to ${max}`);
     return Number(value);
   };
 }

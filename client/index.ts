@@ -28,6 +28,8 @@ import type { trajectoryWorkflow } from '../workflows/trajectory';
 import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../workflows/search-attributes';
 import { RunTurnInputSchema, TrajectoryRequestSchema, type TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
+import { InputError } from '../core/errors';
+import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 
 export { DEFAULT_TASK_QUEUE } from './connection';
 
@@ -69,6 +71,7 @@ export class SettleClient {
    * and nothing starts.
    */
   async start(trajectoryId: string, input: TrajectoryRequest): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
+    if (isReservedChildId(trajectoryId)) throw new InputError('trajectoryId', RESERVED_CHILD_ID_RULE);
     parseArgs(TrajectoryRequestSchema, input, 'input');
     return this.client.workflow.start<typeof trajectoryWorkflow>('trajectoryWorkflow', {
       taskQueue: this.taskQueue,

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { CapabilityToken } from './capability/token';
 import { jsonDepth, jsonLength, MAX_JSON_DEPTH } from './json-limits';
 import { isReservedVariable, RESERVED_VARIABLES_RULE } from './reserved-variables';
+import { isReservedChildId, RESERVED_CHILD_ID_RULE } from './trajectory-ids';
 import { COMPENSATION_SUFFIX } from './tools/compensation';
 import { CATALOG, isToolName, LEVEL_ORDER, levelAtLeast, type SideEffectLevel } from './tools/catalog';
 
@@ -176,7 +177,15 @@ export const TrajectoryInputSchema = z
 
 /** A spec file for `settle start`: the trajectory input plus its id. The capability's audience must be that id. */
 export const TrajectorySpecSchema = z
-  .object({ trajectoryId: z.string().min(1).max(255).describe('Workflow id of the trajectory; part of every key.'), ...trajectoryFields })
+  .object({
+    trajectoryId: z
+      .string()
+      .min(1)
+      .max(255)
+      .refine((id) => !isReservedChildId(id), { error: RESERVED_CHILD_ID_RULE })
+      .describe('Workflow id of the trajectory; part of every key.'),
+    ...trajectoryFields,
+  })
   .strict()
   .superRefine(crossFieldRules)
   .superRefine((spec, ctx) => {

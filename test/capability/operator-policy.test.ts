@@ -50,8 +50,15 @@ async function runRaw(worker: RunningWorker, input: TrajectoryInput, id = unique
   });
   return handle.result().then(
     (result: TrajectoryResult) => ({ ok: true as const, result }),
-    (err: Error) => ({ ok: false as const, message: `${err.message} ${(err.cause as Error | undefined)?.message ?? ''}` }),
+    (err: Error) => ({ ok: false as const, message: causes(err) }),
   );
+}
+
+/** A failure's message with every cause's (workflow failed ← activity failed ← the refusal). */
+function causes(err: unknown): string {
+  const parts: string[] = [];
+  for (let e = err as Error | undefined; e; e = e.cause as Error | undefined) parts.push(e.message);
+  return parts.join(' ← ');
 }
 
 describe('model endpoints and keys are the operator’s choice (item 2)', () => {
@@ -103,11 +110,11 @@ describe('model endpoints and keys are the operator’s choice (item 2)', () => 
 });
 
 describe('workspaces, capabilities and the network are the operator’s choice (item 3)', () => {
-  const view = (p: string) => [{ turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: p } }] }];
+  const view = (p: string) => [{ turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: p, offset: 1, limit: 10 } }] }];
 
   it.each([
     ['/etc', () => '/etc'],
-    ['the root directory', () => '/'],
+    ['/usr', () => '/usr'],
     ['the workspace root itself', () => testWorkspaceRoot()],
     [
       'a symlink inside the root pointing out',
@@ -119,7 +126,7 @@ describe('workspaces, capabilities and the network are the operator’s choice (
     ],
   ])('a workspace outside the root (%s) is refused before any access', async (_name, workspace) => {
     const ws = workspace();
-    const run = await runRaw(keyless, { workspace: ws, turns: view(ws === '/' ? '/etc/passwd' : path.join(ws, 'passwd')) });
+    const run = await runRaw(keyless, { workspace: ws, turns: view(path.join(ws, 'passwd')) });
     expect(run.ok).toBe(true);
     const [call] = run.ok ? run.result.calls : [];
     expect(call).toMatchObject({ resolution: 'denied', state: 'NO_RECORD' });
@@ -136,7 +143,7 @@ describe('workspaces, capabilities and the network are the operator’s choice (
         {
           turn: 0,
           calls: [
-            { call_id: 'v', tool: 'file_view', args: { path: path.join(ws, 'a.txt') } },
+            { call_id: 'v', tool: 'file_view', args: { path: path.join(ws, 'a.txt'), offset: 1, limit: 10 } },
             { call_id: 'e', tool: 'file_edit', args: { path: path.join(ws, 'a.txt'), old_str: 'hello', new_str: 'bye' } },
             { call_id: 'b', tool: 'bash_execute', args: { command: 'echo ran > ran.txt' } },
           ],

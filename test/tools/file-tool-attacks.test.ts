@@ -64,7 +64,7 @@ describe('a FIFO in the workspace (item 5)', () => {
           turn: 0,
           calls: [
             { call_id: 'e', tool: 'file_edit', args: { path: fifo, old_str: 'x', new_str: 'y' } },
-            { call_id: 'v', tool: 'file_view', args: { path: fifo } },
+            { call_id: 'v', tool: 'file_view', args: { path: fifo, offset: 1, limit: 10 } },
             { call_id: 'ok', tool: 'file_edit', args: { path: path.join(ws, 'a.txt'), old_str: 'v=1', new_str: 'v=2' } },
           ],
         },
