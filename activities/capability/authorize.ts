@@ -5,13 +5,14 @@
  * budget — charged once per call key in Postgres.
  */
 import { checkBody, parseObject, type AccessRequest, type Verdict } from '../../core/capability/rules';
-import { CapabilityToken, tokenDigest } from '../../core/capability/token';
+import { tokenDigest } from '../../core/capability/token';
 import { isWithin } from '../../core/paths';
 import { InputError } from '../../core/errors';
 import { realpathOfNearestExisting } from '../workspace';
 import type { BudgetStore } from './budget-store';
 import type { KeyRing } from './keyring';
 import { verifySignature } from './signer';
+import { checkTokenFormat } from './token-format';
 import { lookupVerified, rememberVerified, verifiedKey } from './verified-tokens';
 
 export interface Authorization {
@@ -28,17 +29,13 @@ export async function authorize(
   const cacheKey = verifiedKey(rawToken);
   let token = lookupVerified(deps.ring, cacheKey);
   if (!token) {
-    const parsed = CapabilityToken.safeParse(rawToken);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return {
-        verdict: { allowed: false, component: 'format', reason: `capability.${issue.path.join('.')}: ${issue.message}` },
-        network: false,
-      };
+    const format = checkTokenFormat(rawToken);
+    if (!format.ok) {
+      return { verdict: { allowed: false, component: 'format', reason: `capability.${format.field}: ${format.message}` }, network: false };
     }
-    const signature = verifySignature(parsed.data, deps.ring);
+    const signature = verifySignature(format.token, deps.ring);
     if (!signature.allowed) return { verdict: signature, network: false };
-    token = parsed.data;
+    token = format.token;
     rememberVerified(deps.ring, cacheKey, token);
   }
   const body = checkBody(token.body, request);

@@ -34,7 +34,8 @@ export function checkBody(body: CapabilityBody, req: AccessRequest): Verdict {
   if (req.cost > body.pred.max_cost) return deny('cost', `cost ${req.cost} exceeds the per-call ceiling ${body.pred.max_cost}`);
   let contained: boolean;
   try {
-    contained = body.objects.some((o) => objectContains(o, req.target));
+    const target = canonicalTarget(req.target); // once, not once per object
+    contained = body.objects.some((o) => objectContainsCanonical(parseObjectMemo(o), target));
   } catch (err) {
     if (err instanceof InputError) return deny('objects', err.message);
     throw err;
@@ -45,21 +46,41 @@ export function checkBody(body: CapabilityBody, req: AccessRequest): Verdict {
 
 /** Whether the typed object (`path:/ws`, `host:example.com`, `repo:owner[/name]`) contains the target. */
 export function objectContains(object: string, target: Target): boolean {
-  const parsed = parseObject(object);
-  if (parsed.kind !== target.kind) return false;
-  switch (parsed.kind) {
+  return objectContainsCanonical(parseObject(object), canonicalTarget(target));
+}
+
+/** The target in canonical form (NFC path, lowercase host or repo); throws InputError when it has none. */
+function canonicalTarget(target: Target): Target {
+  switch (target.kind) {
     case 'path':
-      // Segment-wise on canonical NFC paths: /work never contains /workspace.
-      return isWithin(canonicalPath((target as { path: string }).path, 'target'), parsed.path);
-    case 'host': {
-      const host = canonicalHost((target as { host: string }).host, 'target');
-      return host === parsed.host || host.endsWith(`.${parsed.host}`);
-    }
-    case 'repo': {
-      const repo = canonicalRepo((target as { repo: string }).repo, 'target');
-      return repo === parsed.repo || repo.startsWith(`${parsed.repo}/`);
-    }
+      return { kind: 'path', path: canonicalPath(target.path, 'target') };
+    case 'host':
+      return { kind: 'host', host: canonicalHost(target.host, 'target') };
+    case 'repo':
+      return { kind: 'repo', repo: canonicalRepo(target.repo, 'target') };
   }
+}
+
+function objectContainsCanonical(object: Target, target: Target): boolean {
+  if (object.kind === 'path' && target.kind === 'path') return isWithin(target.path, object.path); // segment-wise: /work never contains /workspace
+  if (object.kind === 'host' && target.kind === 'host') return target.host === object.host || target.host.endsWith(`.${object.host}`);
+  if (object.kind === 'repo' && target.kind === 'repo') return target.repo === object.repo || target.repo.startsWith(`${object.repo}/`);
+  return false;
+}
+
+/**
+ * parseObject for the objects of a token on the access path, remembered: a token's objects are
+ * checked at every access and their canonical form never changes (parsing is pure). Objects that
+ * fail to parse are not remembered, so the error is raised every time.
+ */
+const parsedObjects = new Map<string, Target>();
+function parseObjectMemo(object: string): Target {
+  const known = parsedObjects.get(object);
+  if (known) return known;
+  const parsed: Target = parseObject(object);
+  if (parsedObjects.size >= 4096) parsedObjects.clear(); // a bound; a miss only re-parses
+  parsedObjects.set(object, parsed);
+  return parsed;
 }
 
 export function parseObject(

@@ -70,8 +70,26 @@ export type CapabilityToken = z.output<typeof CapabilityToken>;
 
 const utf8 = new TextEncoder();
 
-/** The exact text that is signed (its UTF-8 bytes): RFC 8785 of a schema-valid body. */
+/**
+ * The exact text that is signed (its UTF-8 bytes): RFC 8785 of a schema-valid body.
+ *
+ * The body's shape is fixed by the strict schema, so its JCS text is written directly: members
+ * in the code-unit order JCS sorts them into, strings and integers through JSON.stringify (which
+ * is what JCS specifies for both). Doing so is ~10× faster than the generic serializer on the
+ * cold capability check; test/core/capability-signing-text.test.ts holds it byte-equal to
+ * `canonicalize` for arbitrary valid bodies.
+ */
 export function signingText(body: CapabilityBody): string {
+  const s = JSON.stringify;
+  return (
+    `{"aud":${s(body.aud)},"depth":${s(body.depth)},"exp":${s(body.exp)},"kid":${s(body.kid)},` +
+    `"objects":${s(body.objects)},"parent":${s(body.parent)},` +
+    `"pred":{"budget":${s(body.pred.budget)},"max_cost":${s(body.pred.max_cost)}},"rights":${s(body.rights)},"v":${s(body.v)}}`
+  );
+}
+
+/** The generic RFC 8785 serialization of a body; the reference signingText is tested against. */
+export function genericSigningText(body: CapabilityBody): string {
   return canonicalJsonOfValidated(body);
 }
 
