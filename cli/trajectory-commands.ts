@@ -10,6 +10,7 @@ import { allIssues } from '../core/validation';
 import { resolveCall } from './resolve-call';
 import { withClient, withStore } from './connections';
 import { UsageError } from './usage-error';
+import { printable } from './terminal-text';
 
 const KEY = /^[0-9a-f]{64}$/;
 
@@ -43,13 +44,13 @@ export function registerTrajectoryCommands(program: Command): void {
           return;
         }
         console.log(
-          `${status.trajectoryId}: ${status.runStatus} · ${status.status ?? '-'} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
+          `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
         );
-        if (status.waitingFor) console.log(`waiting for: ${status.waitingFor}`);
+        if (status.waitingFor) console.log(`waiting for: ${printable(status.waitingFor)}`);
         console.log('turn  call                  tool          level  key               state         resolution       attempts');
         for (const c of status.calls) {
           console.log(
-            `${String(c.turn).padEnd(5)} ${c.callId.slice(0, 20).padEnd(21)} ${c.tool.padEnd(13)} ${String(c.level ?? '-').padEnd(6)} ${(c.key?.slice(0, 16) ?? '-').padEnd(17)} ${c.state.padEnd(13)} ${c.resolution.padEnd(16)} ${c.attempts}`,
+            `${String(c.turn).padEnd(5)} ${printable(c.callId).slice(0, 20).padEnd(21)} ${printable(c.tool).padEnd(13)} ${String(c.level ?? '-').padEnd(6)} ${(c.key?.slice(0, 16) ?? '-').padEnd(17)} ${c.state.padEnd(13)} ${c.resolution.padEnd(16)} ${c.attempts}`,
           );
         }
       });
@@ -101,7 +102,7 @@ export function registerTrajectoryCommands(program: Command): void {
             : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
         );
       }
-      const settled = `${key.slice(0, 16)}… in ${resolution.trajectoryId}: ${resolution.state} (settled by operator:${opts.operator})`;
+      const settled = `${key.slice(0, 16)}… in ${printable(resolution.trajectoryId)}: ${resolution.state} (settled by operator:${opts.operator})`;
       console.log(
         resolution.path === 'update'
           ? `${settled} via the settleCall update of the waiting trajectory`
