@@ -7,6 +7,7 @@
  * U+009B is an escape on many terminals), and the bidirectional overrides and isolates that can
  * make text read differently from what it is.
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 export function printable(text: string): string {

@@ -35,6 +35,7 @@ async function cli(args: string[]) {
   return promisify(execFile)(process.execPath, [SETTLE_BIN, ...args], { env });
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/; // anything but the newlines between lines
 
 describe('item 13: terminal control characters from a model-chosen call id', () => {
