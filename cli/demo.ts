@@ -14,6 +14,7 @@ import { installRuntime } from '../workers/runtime';
 import { createSettleWorker } from '../workers/create-worker';
 import type { ScriptedTurn, TrajectoryResult } from '../workflows/trajectory';
 import { workflowUrl } from './ui';
+import { handOverWorkspace } from '../activities/tools/sandbox-identity';
 
 export interface DemoOptions {
   keep: boolean;
@@ -52,6 +53,7 @@ export function demoTurns(workspace: string, outside = '/etc/hostname'): Scripte
 
 export function prepareWorkspace(root: string): void {
   fs.mkdirSync(root, { recursive: true });
+  handOverWorkspace(root); // as root, sandboxed commands run as the workspace's unprivileged owner
   fs.writeFileSync(path.join(root, 'app.ts'), "export function greet(name: string): string {\n  return 'hello';\n}\n");
 }
 

@@ -9,6 +9,8 @@ import EmbeddedPostgres from './embedded-postgres';
 import { assertReachable, migrateToLatest, redactUrl } from '../activities/store/database';
 import { SETTLE_DIR } from './paths';
 import { freePort } from './ports';
+import { clusterPassword, LEGACY_PASSWORD } from './postgres-password';
+import pg from 'pg';
 
 export interface PostgresHandle {
   url: string;
@@ -30,7 +32,6 @@ export interface StartPostgresOptions {
 }
 
 const DB_NAME = 'settle';
-const DB_PASSWORD = 'settle';
 
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresHandle> {
   const log = options.log ?? (() => {});
@@ -46,12 +47,14 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
   letPostgresUserReach([path.dirname(dataDir), path.dirname(createRequire(import.meta.url).resolve('embedded-postgres'))], log);
   const port = await freePort();
+  const secret = clusterPassword(dataDir);
   const isRoot = process.getuid?.() === 0;
   let stopping = false;
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: 'postgres',
-    password: DB_PASSWORD,
+    // A cluster from before random passwords starts with the old one and is moved to its own below.
+    password: secret.legacy ? LEGACY_PASSWORD : secret.password,
     port,
     persistent: !options.ephemeral,
     // PostgreSQL refuses to run as root; embedded-postgres then runs it as the `postgres` user.
@@ -69,11 +72,17 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     await pg.initialise();
   }
   await pg.start();
-  const url = `postgres://postgres:${DB_PASSWORD}@127.0.0.1:${port}/${DB_NAME}`;
+  const url = `postgres://postgres:${encodeURIComponent(secret.password)}@127.0.0.1:${port}/${DB_NAME}`;
   try {
-    await pg.createDatabase(DB_NAME).catch((err: Error) => {
-      if (!/already exists/.test(err.message)) throw err;
-    });
+    if (secret.legacy) {
+      await asSuperuser(port, LEGACY_PASSWORD, (c) => c.query(`ALTER ROLE postgres PASSWORD '${secret.password}'`));
+      log(`postgres: replaced the cluster's constant password with a random one (kept in ${secret.file})`);
+    }
+    await asSuperuser(port, secret.password, (c) =>
+      c.query(`CREATE DATABASE ${DB_NAME}`).catch((err: Error) => {
+        if (!/already exists/.test(err.message)) throw err;
+      }),
+    );
     await migrateToLatest(url);
   } catch (err) {
     await pg.stop().catch(() => {});
@@ -87,9 +96,22 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     stop: async () => {
       stopping = true;
       await pg.stop();
-      if (options.ephemeral) fs.rmSync(dataDir, { recursive: true, force: true });
+      if (options.ephemeral) {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        fs.rmSync(secret.file, { force: true });
+      }
     },
   };
+}
+
+async function asSuperuser(port: number, password: string, work: (client: pg.Client) => Promise<unknown>): Promise<void> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
+  await client.connect();
+  try {
+    await work(client);
+  } finally {
+    await client.end();
+  }
 }
 
 /**

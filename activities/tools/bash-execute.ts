@@ -8,8 +8,8 @@
 import type { Observation } from '../../core/observation';
 import type { ProbeVerdict } from '../../core/records';
 import { BASH_EXECUTE, type BashExecuteArgs, type BashExecuteIntent } from '../../core/tools/bash-execute';
-import type { SettledTool } from '../settled/settled-tool';
-import { runInSandbox, sandboxAvailability } from './sandbox';
+import { NoEffect, type SettledTool } from '../settled/settled-tool';
+import { runInSandbox, sandboxAvailability, SandboxRefused } from './sandbox';
 import { failpoint } from '../failpoints';
 
 export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observation> = {
@@ -25,12 +25,18 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
   async execute(args, intent, env, ctx): Promise<Observation> {
     ctx.assertLeaseHeld();
     await failpoint('bash_execute.after_lease_check');
-    const r = await runInSandbox({ command: args.command, workspace: env.workspace, timeoutMs: args.timeout_ms, network: intent.network });
+    const r = await runInSandbox({
+      command: args.command,
+      workspace: env.workspace,
+      timeoutMs: args.timeout_ms,
+      network: intent.network,
+    }).catch((err: unknown) => {
+      // Refused before anything started (no sandbox, or a workspace it may not use): provably no effect.
+      if (err instanceof SandboxRefused) throw new NoEffect(err.message);
+      throw err;
+    });
     await failpoint('bash_execute.after_run');
-    const notes = [
-      r.timedOut ? `timed out after ${args.timeout_ms} ms; the process group was killed` : null,
-      r.note ? `not sandboxed: ${r.note}` : null,
-    ].filter(Boolean);
+    const notes = [r.timedOut ? `timed out after ${args.timeout_ms} ms; the process group was killed` : null, r.note].filter(Boolean);
     const stderr = [r.stderr, ...notes.map((n) => `[settle: ${n}]`)].filter(Boolean).join('\n');
     return {
       output: r.stdout,

@@ -26,7 +26,8 @@ export class PathChanged extends Error {
   override readonly name = 'PathChanged';
 }
 
-export type CheckedFile = { kind: 'file'; handle: FileHandle; size: number; mode: number } | { kind: 'missing' } | { kind: 'not_a_file' };
+export type CheckedFile =
+  { kind: 'file'; handle: FileHandle; size: number; mode: number; uid: number; gid: number } | { kind: 'missing' } | { kind: 'not_a_file' };
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -61,7 +62,7 @@ export async function openCheckedFile(real: string, via: string = real): Promise
       return { kind: 'not_a_file' };
     }
     await assertOpened(handle, real);
-    return { kind: 'file', handle, size: stat.size, mode: stat.mode };
+    return { kind: 'file', handle, size: stat.size, mode: stat.mode, uid: stat.uid, gid: stat.gid };
   } catch (err) {
     await handle.close().catch(() => {});
     throw err;

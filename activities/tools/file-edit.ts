@@ -18,6 +18,7 @@ import { failed, ok, type Observation } from '../../core/observation';
 import type { ProbeVerdict } from '../../core/records';
 import { resolveForTool } from '../workspace';
 import { openCheckedDirectory, openCheckedFile, PathChanged, splitReal, type CheckedDirectory } from './checked-open';
+import { MAX_TEXT_FILE_BYTES } from './text-files';
 import { failpoint } from '../failpoints';
 import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
 
@@ -36,7 +37,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     const resolved = await resolveForTool(env.workspace, args.path);
     if ('refusal' in resolved) return { kind: 'answer', result: resolved.refusal };
     const real = resolved.path;
-    let bytes: Buffer | NotAFile;
+    let bytes: Buffer | NotAFile | { tooLarge: number };
     try {
       bytes = await readChecked(real);
     } catch (err) {
@@ -46,6 +47,9 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     if (bytes === 'missing') return { kind: 'answer', result: failed(`${args.path}: no such file (file_edit edits existing files only)`) };
     if (bytes === 'not_a_file') {
       return { kind: 'answer', result: failed(`${args.path}: not a regular file (file_edit edits regular files only)`) };
+    }
+    if ('tooLarge' in bytes) {
+      return { kind: 'answer', result: failed(`${args.path}: ${bytes.tooLarge} bytes, over the 5 MiB limit of file_edit`) };
     }
     const before = bytes.toString('utf8');
     if (!Buffer.from(before, 'utf8').equals(bytes)) {
@@ -84,6 +88,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     try {
       try {
         const current = await readCheckedWithMode(intent.path, target);
+        if (current === 'too_large') throw new NoEffect(`${args.path} grew over the 5 MiB limit of file_edit; not writing`);
         if (current === null || sha256(current.bytes.toString('utf8')) !== intent.sha256_before) {
           // Changed since the intent was recorded; nothing written yet.
           throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
@@ -92,7 +97,9 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
         const handle = await fs.open(tmp, 'wx', current.mode & 0o7777);
         try {
           await handle.writeFile(next);
-          await handle.chmod(current.mode & 0o7777); // umask may have narrowed the mode at open
+          // A root worker keeps the file's owner, so the (unprivileged) sandbox user can still write it.
+          if (process.getuid?.() === 0) await handle.chown(current.uid, current.gid);
+          await handle.chmod(current.mode & 0o7777); // umask may have narrowed the mode at open (and chown clears set-id bits)
           await handle.sync();
         } finally {
           await handle.close();
@@ -103,7 +110,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
         // directory must still be the checked one, and so must our lease, right before the rename
         // that is the effect.
         const latest = await readCheckedWithMode(intent.path, target);
-        if (latest === null || sha256(latest.bytes.toString('utf8')) !== intent.sha256_before) {
+        if (latest === null || latest === 'too_large' || sha256(latest.bytes.toString('utf8')) !== intent.sha256_before) {
           throw new NoEffect(`${args.path} changed while the edit was prepared; not writing`);
         }
         await dir.assertStillAt();
@@ -140,7 +147,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     // the rename can no longer apply the edit after this verdict. If the rename already happened,
     // there is nothing to withdraw and the file's hash tells.
     if (intent.tmp_path) await fs.rm(intent.tmp_path, { force: true });
-    let bytes: Buffer | NotAFile;
+    let bytes: Buffer | NotAFile | { tooLarge: number };
     try {
       bytes = await readChecked(intent.path);
     } catch (err) {
@@ -149,6 +156,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     }
     if (bytes === 'missing') return { verdict: 'unknown', detail: `${intent.path} no longer exists` };
     if (bytes === 'not_a_file') return { verdict: 'unknown', detail: `${intent.path} is no longer a regular file` };
+    if ('tooLarge' in bytes) return { verdict: 'unknown', detail: `${intent.path} grew to ${bytes.tooLarge} bytes` };
     const hash = sha256(bytes.toString('utf8'));
     if (hash === intent.sha256_after) {
       return { verdict: 'applied', result: resultFor(args, intent), detail: `sha256 ${short(hash)} = expected after` };
@@ -165,23 +173,28 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
 
 type NotAFile = 'missing' | 'not_a_file';
 
-/** The bytes of the regular file at the checked real path (checked-open.ts); throws PathChanged. */
-async function readChecked(real: string): Promise<Buffer | NotAFile> {
+/** The bytes of the regular file at the checked real path (checked-open.ts), within the size cap; throws PathChanged. */
+async function readChecked(real: string): Promise<Buffer | NotAFile | { tooLarge: number }> {
   const file = await openCheckedFile(real);
   if (file.kind !== 'file') return file.kind;
   try {
+    if (file.size > MAX_TEXT_FILE_BYTES) return { tooLarge: file.size };
     return await file.handle.readFile();
   } finally {
     await file.handle.close();
   }
 }
 
-/** Bytes and mode of the checked file, opened through a held directory; null when it is gone or not a regular file. */
-async function readCheckedWithMode(real: string, via: string): Promise<{ bytes: Buffer; mode: number } | null> {
+/** Bytes, mode and owner of the checked file, opened through a held directory; null when it is gone or not a regular file. */
+async function readCheckedWithMode(
+  real: string,
+  via: string,
+): Promise<{ bytes: Buffer; mode: number; uid: number; gid: number } | null | 'too_large'> {
   const file = await openCheckedFile(real, via);
   if (file.kind !== 'file') return null;
   try {
-    return { bytes: await file.handle.readFile(), mode: file.mode };
+    if (file.size > MAX_TEXT_FILE_BYTES) return 'too_large';
+    return { bytes: await file.handle.readFile(), mode: file.mode, uid: file.uid, gid: file.gid };
   } finally {
     await file.handle.close();
   }

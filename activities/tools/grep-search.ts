@@ -1,19 +1,19 @@
 /**
  * `grep_search` (A0): regular-expression search returning structured matches.
  *
- * Catastrophic patterns (e.g. `(a+)+$`) are contained by running the matching inside a `vm`
- * script with a timeout: V8 interrupts even a backtracking regular expression, so the search
- * ends with a clear error in bounded time instead of pinning the worker.
+ * Catastrophic patterns (e.g. `(a+)+$`) are contained by matching in a worker thread that is
+ * terminated at the time limit (regex-worker.ts): the search ends with a clear error in bounded
+ * time, and the worker's event loop is never blocked meanwhile.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import vm from 'node:vm';
 import picomatch from 'picomatch';
 import { failed, type Observation } from '../../core/observation';
 import { GREP_SEARCH, type GrepSearchArgs } from '../../core/tools/grep-search';
 import { resolveForTool } from '../workspace';
 import type { ReadOnlyTool } from './read-only-tool';
 import { readTextFile } from './text-files';
+import { RegexWorker } from './regex-worker';
 
 export const SEARCH_TIME_LIMIT_MS = 10_000;
 const MAX_MATCH_CHARS = 500;
@@ -25,18 +25,6 @@ export interface GrepMatch {
   line: number;
   text: string;
 }
-
-/** Returns the 0-based indexes of matching lines, at most `limit`. Runs inside the vm. */
-const MATCH_SCRIPT = new vm.Script(`
-  (() => {
-    const found = [];
-    const lines = text.split(/\\r?\\n/);
-    for (let i = 0; i < lines.length && found.length < limit; i++) {
-      if (re.test(lines[i])) found.push(i);
-    }
-    return found;
-  })()
-`);
 
 export const grepSearch: ReadOnlyTool<GrepSearchArgs> & { timeLimitMs: number } = {
   name: GREP_SEARCH,
@@ -53,41 +41,35 @@ export const grepSearch: ReadOnlyTool<GrepSearchArgs> & { timeLimitMs: number } 
     const root = resolved.path;
     const matchesGlob = args.glob ? picomatch(args.glob, { dot: true }) : () => true;
     const deadline = performance.now() + this.timeLimitMs;
-    const context = vm.createContext({ re, text: '', limit: 0 });
+    const matcher = new RegexWorker(re);
     const matches: GrepMatch[] = [];
     let filesSearched = 0;
     let filesSkipped = 0;
-
-    for await (const file of walk(root)) {
-      if (matches.length >= args.max_results) break;
-      if (!matchesGlob(path.basename(file))) continue;
-      const content = await readTextFile(file);
-      if (content.kind !== 'text') {
-        filesSkipped++;
-        continue;
-      }
-      filesSearched++;
-      const remaining = deadline - performance.now();
-      context.text = content.text;
-      context.limit = args.max_results - matches.length;
-      let found: number[];
-      try {
-        if (remaining <= 0) throw Object.assign(new Error('out of time'), { code: 'ERR_SCRIPT_EXECUTION_TIMEOUT' });
-        found = MATCH_SCRIPT.runInContext(context, { timeout: Math.ceil(remaining) }) as number[];
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+    try {
+      for await (const file of walk(root)) {
+        if (matches.length >= args.max_results) break;
+        if (!matchesGlob(path.basename(file))) continue;
+        const content = await readTextFile(file);
+        if (content.kind !== 'text') {
+          filesSkipped++;
+          continue;
+        }
+        filesSearched++;
+        const result = await matcher.match(content.text, args.max_results - matches.length, deadline - performance.now());
+        if (result.kind === 'timeout') {
           return failed(
             `search ended after ${this.timeLimitMs} ms (time limit) in ${file}: the pattern may backtrack catastrophically; ` +
               'simplify it (avoid nested quantifiers like (a+)+) or narrow path/glob',
           );
         }
-        throw err;
+        const lines = result.lines.length ? content.text.split(/\r?\n/) : [];
+        for (const i of result.lines) {
+          const line = lines[i] ?? '';
+          matches.push({ path: file, line: i + 1, text: line.length > MAX_MATCH_CHARS ? `${line.slice(0, MAX_MATCH_CHARS)}…` : line });
+        }
       }
-      const lines = found.length ? content.text.split(/\r?\n/) : [];
-      for (const i of found) {
-        const line = lines[i] ?? '';
-        matches.push({ path: file, line: i + 1, text: line.length > MAX_MATCH_CHARS ? `${line.slice(0, MAX_MATCH_CHARS)}…` : line });
-      }
+    } finally {
+      await matcher.close();
     }
 
     const truncated = matches.length >= args.max_results;

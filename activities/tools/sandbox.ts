@@ -1,20 +1,37 @@
 /**
- * Runs a shell command in the trajectory's sandbox: bubblewrap (Linux namespaces) where it
- * works, else a plain process — and then says so, in the observation and the log.
+ * Runs a shell command in the trajectory's sandbox (bubblewrap, Linux namespaces); see
+ * docs/sandbox.md for what each layer guarantees.
  *
- * Inside bubblewrap: a read-only view of the system, the workspace as the only writable
- * directory (and the working directory), private /tmp, /proc and /dev, new PID/IPC/UTS/user
- * namespaces, no network unless granted, a scrubbed environment, and the sandbox dies with its
- * parent. Either way the command runs in its own process group, which is killed as a whole at
- * the time limit, so no child outlives the call.
+ * Inside bubblewrap: a new user namespace in which the command is an unprivileged user with no
+ * capabilities (so no mount, not even a remount of a read-only bind), and which maps to an
+ * unprivileged host user (sandbox-identity.ts); read-only /usr and library directories; a
+ * curated read-only /etc (sandbox-etc.ts); the workspace as the only writable host directory
+ * (and the working directory); private, size-limited /tmp and /dev/shm; its own /proc, PID, IPC,
+ * UTS and network namespaces (no network, not even the host's loopback); a scrubbed environment;
+ * process, memory and CPU limits (sandbox-limits.ts); and it dies with its parent. The command
+ * runs in its own process group, killed as a whole at the time limit, so no child outlives it.
+ *
+ * Without a working bubblewrap, shell calls are refused (SandboxRefused) unless the worker's
+ * operator sets SETTLE_ALLOW_UNSANDBOXED_SHELL=1.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { TRUNCATION_MARKER } from '../../core/observation';
+import { isWithin } from '../../core/paths';
+import { ETC_FILES, syntheticEtc } from './sandbox-etc';
+import { defaultSandboxOwner, sandboxIdentity } from './sandbox-identity';
+import { sandboxLimits, ulimitScript, type SandboxLimits } from './sandbox-limits';
+
+export { SANDBOX_DEFAULT_LIMITS } from './sandbox-limits';
 
 export const MAX_OUTPUT_BYTES = 64 * 1024;
 /** Exit status reported for a command killed at its time limit (as coreutils `timeout` does). */
 export const TIMEOUT_EXIT_STATUS = 124;
+/** The worker's environment variable that allows shell calls without a sandbox (off by default). */
+export const ALLOW_UNSANDBOXED = 'SETTLE_ALLOW_UNSANDBOXED_SHELL';
 
 export type SandboxKind = 'bubblewrap' | 'none';
 
@@ -23,6 +40,10 @@ export interface SandboxRequest {
   /** Real path of the workspace: working directory and the only writable place. */
   workspace: string;
   timeoutMs: number;
+  /**
+   * The capability's `connect` right. Not honoured yet: until egress goes through a proxy that
+   * allows only the capability's `host:` objects, the sandbox has no network at all (fail closed).
+   */
   network: boolean;
 }
 
@@ -33,8 +54,13 @@ export interface SandboxResult {
   timedOut: boolean;
   truncated: boolean;
   sandbox: SandboxKind;
-  /** Why there is no sandbox, when there is none. */
+  /** Why there is no sandbox, or what it did not grant, when that matters to the reader. */
   note: string | null;
+}
+
+/** The command was not started: no sandbox it may run in. Nothing happened (a NoEffect). */
+export class SandboxRefused extends Error {
+  override readonly name = 'SandboxRefused';
 }
 
 const SCRUBBED_ENV = {
@@ -44,43 +70,99 @@ const SCRUBBED_ENV = {
   TERM: 'dumb',
 };
 
+/** The worker's own checkout: never inside a sandbox (its .settle/ holds keys, settings and database files). */
+const WORKER_ROOT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+const SYSTEM_DIRS = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/dev', '/proc', '/sys'];
+const READ_ONLY_SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
 let probed: { kind: SandboxKind; note: string | null } | undefined;
 
-/** Whether bubblewrap works on this host (checked once per process by running it). */
+/** Forgets the start-up probe (the next call probes again; tests change SETTLE_BWRAP). */
+export function resetSandboxProbe(): void {
+  probed = undefined;
+}
+
+/** Whether bubblewrap works on this host, with the flags settle needs (checked once per process by running it). */
 export function sandboxAvailability(): { kind: SandboxKind; note: string | null } {
   if (probed) return probed;
   const bwrap = findBwrap();
   if (!bwrap) {
-    probed = { kind: 'none', note: 'bubblewrap (bwrap) is not installed; the command ran as a plain process without isolation' };
+    probed = { kind: 'none', note: `bubblewrap (bwrap) is not installed (looked for ${bwrapCandidates().join(', ')})` };
   } else {
-    const check = spawnSync(bwrap, ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', '--', '/bin/true'], { timeout: 10_000 });
+    const check = spawnSync(
+      bwrap,
+      [
+        '--ro-bind',
+        '/',
+        '/',
+        '--unshare-all',
+        '--unshare-user',
+        '--disable-userns',
+        '--cap-drop',
+        'ALL',
+        '--die-with-parent',
+        '--size',
+        '1048576',
+        '--tmpfs',
+        '/tmp',
+        '--',
+        '/bin/true',
+      ],
+      { timeout: 10_000, ...(process.getuid?.() === 0 ? defaultSandboxOwner() : {}) },
+    );
     probed =
       check.status === 0
         ? { kind: 'bubblewrap', note: null }
         : {
             kind: 'none',
-            note: `bubblewrap cannot create namespaces here (${check.stderr?.toString().trim() || `exit ${check.status}`}); the command ran as a plain process without isolation`,
+            note: `bubblewrap cannot create an unprivileged sandbox here (${check.stderr?.toString().trim() || check.error?.message || `exit ${check.status}`}); settle needs bubblewrap 0.8 or later and unprivileged user namespaces`,
           };
   }
   if (probed.note) console.warn(`settle sandbox: ${probed.note}`);
   return probed;
 }
 
+function unsandboxedAllowed(): boolean {
+  return process.env[ALLOW_UNSANDBOXED] === '1';
+}
+
 export async function runInSandbox(request: SandboxRequest): Promise<SandboxResult> {
   const availability = sandboxAvailability();
-  const [file, args] =
-    availability.kind === 'bubblewrap' ? [findBwrap()!, bubblewrapArgs(request)] : ['/bin/bash', ['-c', request.command]];
+  const limits = sandboxLimits();
+  let launch: Launch;
+  let note: string | null = null;
+  if (availability.kind === 'bubblewrap') {
+    launch = bubblewrapLaunch(request, limits);
+    if (request.network) note = 'the connect right grants no network yet (no egress proxy): the command ran without network';
+  } else {
+    if (!unsandboxedAllowed()) {
+      throw new SandboxRefused(
+        `${availability.note}; shell commands run only in the sandbox. The worker's operator may allow unsandboxed ` +
+          `commands with ${ALLOW_UNSANDBOXED}=1 (they can then read the worker's secrets, reach its database and write whatever the worker can)`,
+      );
+    }
+    console.warn(`settle sandbox: ${ALLOW_UNSANDBOXED}=1: running a shell command WITHOUT a sandbox in ${request.workspace}`);
+    launch = { file: '/bin/bash', args: ['-c', `${ulimitScript(limits)}; exec /bin/bash -c "$1"`, 'settle', request.command], files: [] };
+    note = `not sandboxed: ${availability.note}; allowed by ${ALLOW_UNSANDBOXED}=1`;
+  }
 
-  const child = spawn(file, args, {
-    cwd: request.workspace,
+  const child = spawn(launch.file, launch.args, {
+    cwd: launch.identity ? '/' : request.workspace,
     env: SCRUBBED_ENV,
     detached: true, // its own process group: the time limit kills every descendant
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', ...launch.files.map(() => 'pipe' as const)],
+    ...(launch.identity && process.getuid?.() === 0 ? launch.identity : {}),
+  });
+  // bubblewrap copies each synthetic file from its descriptor (3, 4, …) before it starts the command.
+  launch.files.forEach((content, i) => {
+    const pipe = child.stdio[3 + i] as Writable;
+    pipe.on('error', () => {}); // bwrap failed before reading: its own error says why
+    pipe.end(content);
   });
   const stdout = new BoundedBuffer(MAX_OUTPUT_BYTES);
   const stderr = new BoundedBuffer(MAX_OUTPUT_BYTES);
-  child.stdout.on('data', (b: Buffer) => stdout.push(b));
-  child.stderr.on('data', (b: Buffer) => stderr.push(b));
+  (child.stdout as Readable).on('data', (b: Buffer) => stdout.push(b));
+  (child.stderr as Readable).on('data', (b: Buffer) => stderr.push(b));
 
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -103,36 +185,97 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     timedOut,
     truncated: stdout.truncated || stderr.truncated,
     sandbox: availability.kind,
-    note: availability.note,
+    note,
   };
 }
 
-function bubblewrapArgs(r: SandboxRequest): string[] {
-  const roBinds = ['/usr', '/bin', '/lib', '/lib64', '/lib32', '/etc', '/sbin']
-    .filter((p) => fs.existsSync(p))
-    .flatMap((p) => ['--ro-bind', p, p]);
-  return [
-    ...roBinds,
+interface Launch {
+  file: string;
+  args: string[];
+  /** Contents passed on descriptors 3, 4, … (bwrap --ro-bind-data). */
+  files: string[];
+  /** The host user to run as (a root worker switches to it before bubblewrap starts). */
+  identity?: { uid: number; gid: number };
+}
+
+function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits): Launch {
+  const workspace = path.resolve(r.workspace);
+  const overlap = forbiddenWorkspace(workspace);
+  if (overlap) throw new SandboxRefused(`workspace ${workspace} ${overlap}; it cannot be the sandbox's writable directory`);
+  const identity = sandboxIdentity(workspace);
+  if (identity.kind === 'refused') throw new SandboxRefused(identity.reason);
+  const { uid, gid } = identity;
+
+  const files: string[] = [];
+  const data = (content: string, dest: string) => {
+    files.push(content);
+    return ['--perms', '0644', '--ro-bind-data', String(2 + files.length), dest];
+  };
+  const synthetic = syntheticEtc(uid, gid);
+  const args = [
+    ...READ_ONLY_SYSTEM.filter((p) => fs.existsSync(p)).flatMap((p) => ['--ro-bind', p, p]),
+    // /etc: an empty in-memory directory with only the curated files, made read-only below.
+    '--size',
+    String(1024 * 1024),
+    '--tmpfs',
+    '/etc',
+    ...ETC_FILES.flatMap((f) => ['--ro-bind-try', `/etc/${f}`, `/etc/${f}`]),
+    ...Object.entries(synthetic).flatMap(([name, content]) => data(content, `/etc/${name}`)),
+    '--remount-ro',
+    '/etc',
     '--proc',
     '/proc',
     '--dev',
     '/dev',
+    '--size',
+    String(limits.tmpMiB * 1024 * 1024),
+    '--tmpfs',
+    '/dev/shm',
+    // /dev is a writable in-memory file system of its own: read-only, so it cannot fill memory.
+    '--remount-ro',
+    '/dev',
+    '--size',
+    String(limits.tmpMiB * 1024 * 1024),
     '--tmpfs',
     '/tmp',
     '--bind',
-    r.workspace,
-    r.workspace,
+    workspace,
+    workspace,
     '--chdir',
-    r.workspace,
-    '--unshare-all',
-    ...(r.network ? ['--share-net'] : []),
+    workspace,
+    // The sandbox's root is an in-memory file system too: read-only, so nothing can be written outside /tmp and the workspace.
+    '--remount-ro',
+    '/',
+    '--unshare-all', // user, PID, IPC, UTS, cgroup and network namespaces: no network, not even loopback of the host
+    '--unshare-user',
+    '--uid',
+    String(uid),
+    '--gid',
+    String(gid),
+    '--disable-userns', // no nested user namespace in which the command would regain capabilities
+    '--cap-drop',
+    'ALL',
+    '--hostname',
+    'sandbox',
     '--die-with-parent',
     '--new-session',
     '--',
     '/bin/bash',
     '-c',
+    // Limits first (hard and soft), then the command itself as its own script.
+    `${ulimitScript(limits)}; exec /bin/bash -c "$1"`,
+    'settle',
     r.command,
   ];
+  return { file: findBwrap()!, args, files, identity: { uid, gid } };
+}
+
+/** Why a directory may not be bound writable into a sandbox (a system directory, or one holding the worker's own files); null if it may. */
+function forbiddenWorkspace(workspace: string): string | null {
+  if (workspace === '/') return 'is the root directory';
+  for (const dir of SYSTEM_DIRS) if (isWithin(workspace, dir)) return `lies in the system directory ${dir}`;
+  if (isWithin(WORKER_ROOT, workspace)) return `contains the worker's own checkout ${WORKER_ROOT}`;
+  return null;
 }
 
 function killGroup(pid: number): void {
@@ -143,9 +286,14 @@ function killGroup(pid: number): void {
   }
 }
 
+/** SETTLE_BWRAP (the worker's operator) names bubblewrap; else the usual places. */
+function bwrapCandidates(): string[] {
+  const configured = process.env.SETTLE_BWRAP;
+  return configured ? [configured] : ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'];
+}
+
 function findBwrap(): string | null {
-  for (const p of ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap']) if (fs.existsSync(p)) return p;
-  return null;
+  return bwrapCandidates().find((p) => fs.existsSync(p)) ?? null;
 }
 
 function signalNumber(signal: NodeJS.Signals | null): number {

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { SettleClient } from '../../client/index';
+import { handOverWorkspace } from '../../activities/tools/sandbox-identity';
 import { callsQuery, type CallReport, type ProposedCall, type ScriptedTurn, type TrajectoryResult } from '../../workflows/definitions';
 
 export type EffectTool = 'file_edit' | 'bash_execute';
@@ -83,6 +84,7 @@ export function planTrajectories(options: {
     const id = `${options.prefix}-t${i}`;
     const workspace = path.join(options.dir, 'ws', `t${i}`);
     fs.mkdirSync(workspace, { recursive: true });
+    handOverWorkspace(workspace); // as root, sandboxed commands run as the workspace's unprivileged owner
     fs.writeFileSync(path.join(workspace, EDITS_FILE), 'END\n');
     plans.push({
       id,

@@ -30,6 +30,9 @@ export function checkBody(body: CapabilityBody, req: AccessRequest): Verdict {
   if (body.aud !== req.audience) return deny('audience', `issued to ${JSON.stringify(body.aud)}, used by ${JSON.stringify(req.audience)}`);
   if (req.nowMs >= body.exp) return deny('expiry', `expired at ${new Date(body.exp).toISOString()}`);
   if (!body.rights.includes(req.op)) return deny('rights', `${req.op} is not among ${body.rights.join(', ')}`);
+  // A shell in the workspace can change any file there (sed -i, >, mv): exec implies write on it.
+  if (req.op === 'exec' && !body.rights.includes('write'))
+    return deny('rights', `exec also requires write (a shell can change any file in the workspace); held: ${body.rights.join(', ')}`);
   if (!Number.isFinite(req.cost) || req.cost < 0) return deny('cost', `cost must be a number ≥ 0 (got ${req.cost})`);
   if (req.cost > body.pred.max_cost) return deny('cost', `cost ${req.cost} exceeds the per-call ceiling ${body.pred.max_cost}`);
   let contained: boolean;

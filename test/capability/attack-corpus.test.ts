@@ -90,6 +90,17 @@ describe('legitimate accesses are allowed', () => {
 });
 
 describe('attacks are denied with the right component', () => {
+  // Issue 12 item 10: with exec alone, `sed -i` changed a file that file_edit was denied.
+  it('exec without write: a shell could change any file of the workspace, so exec requires write', async () => {
+    const execOnly = mint({ rights: ['read', 'exec'] });
+    expect(await check(execOnly, p(ws), { op: 'exec' })).toMatchObject({
+      allowed: false,
+      component: 'rights',
+      reason: expect.stringMatching(/exec also requires write/),
+    });
+    expect(await check(mint({ rights: ['read', 'write', 'exec'] }), p(ws), { op: 'exec' })).toEqual({ allowed: true });
+  });
+
   it.each<[string, () => Target, string]>([
     ['traversal with ..', () => p(`${ws}/../${path.basename(outside)}/secret.txt`), 'objects'],
     ['a sibling sharing the prefix', () => p(`${ws}-evil/x`), 'objects'],

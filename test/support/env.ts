@@ -10,6 +10,7 @@ import { openDatabase } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
 import type { SettleDatabase } from '../../activities/store/schema';
 import { createSettleWorker } from '../../workers/create-worker';
+import { handOverWorkspace } from '../../activities/tools/sandbox-identity';
 import { installRuntime } from '../../workers/runtime';
 import type { KeyRing } from '../../activities/capability/keyring';
 import { makeWorkerPolicy, modelEndpoint, type WorkerPolicy } from '../../activities/worker-policy';
@@ -20,7 +21,9 @@ export function uniqueId(prefix: string): string {
 }
 
 export function tempWorkspace(prefix = 'ws'): string {
-  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `settle-${prefix}-`)));
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `settle-${prefix}-`)));
+  handOverWorkspace(dir); // as root, the sandbox runs commands as the workspace's (unprivileged) owner
+  return dir;
 }
 
 export function openTestDb(max = 10): Kysely<SettleDatabase> {

@@ -89,9 +89,13 @@ describe('bash_execute', () => {
       expect(obs.output).toBe('no-connection\n');
     });
 
-    it('is available when granted', async () => {
+    // Issue 12 item 4: with the host's network shared, a command holding `connect` reached the
+    // worker's own services on loopback (its Postgres). Until egress goes through a proxy that
+    // allows only the capability's hosts, `connect` grants no network at all (fail closed).
+    it("with the connect right still cannot reach the host's loopback services, and says so", async () => {
       const { obs, intent } = await run(probe(), { network: true });
-      expect(obs.output).toBe('hello from the host\n');
+      expect(obs.output).toBe('no-connection\n');
+      expect(obs.error).toMatch(/connect right grants no network yet/);
       expect(intent.network).toBe(true);
     });
   });
