@@ -15,8 +15,9 @@
  *   file_edit.before_rename          temporary file written, nothing changed yet
  *   file_edit.after_lease_check      lease checked, rename (the effect) not yet done
  *   file_edit.after_rename           effect done, not yet recorded
- *   bash_execute.after_lease_check   lease checked, command not yet started
- *   bash_execute.after_run           command finished, not yet recorded
+ *   bash_execute.after_lease_check   lease checked, no start marker yet, command not started
+ *   bash_execute.after_start         start marker written, command spawned and running
+ *   bash_execute.after_run           command finished, exit marker written, not yet recorded
  */
 type Action = { kind: 'kill' } | { kind: 'stop' } | { kind: 'sleep'; ms: number };
 

@@ -11,6 +11,7 @@ import { MAX_OBSERVATION_CHARS } from '../core/history-budget';
 import type { CallOutcome, RecordState } from '../core/records';
 import { CATALOG, isToolName } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
+import { attemptLabel, isErrorObservation, type OutcomeLabel } from '../core/outcome-label';
 import type { EndpointStore } from './store/endpoint-store';
 import { CallStats, type ProposedCall as RecordedProposal } from './store/call-stats';
 import { BudgetStore } from './capability/budget-store';
@@ -20,6 +21,7 @@ import type { KeyRing } from './capability/keyring';
 import { accessFor } from '../core/capability/access';
 import type { ChildRequest } from '../core/capability/rules';
 import { applyProbe, runSettled } from './settled/run-settled';
+import { emitCallEvent } from './observability/events';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
@@ -63,7 +65,9 @@ export interface ReadOnlyCallInput {
   proposal?: { turn: number; callId: string };
 }
 
-export type ReadOnlyResult = { kind: 'observed'; observation: Observation } | { kind: 'denied'; component: string; reason: string };
+export type ReadOnlyResult =
+  | { kind: 'observed'; observation: Observation; outcome?: OutcomeLabel }
+  | { kind: 'denied'; component: string; reason: string; outcome?: OutcomeLabel };
 
 export interface ProbeReport {
   verdict: 'applied' | 'not_applied' | 'unknown';
@@ -73,6 +77,8 @@ export interface ProbeReport {
   generation: number;
   /** Who settled the record, when it was no longer IN_DOUBT (e.g. `operator:alice`). */
   settledBy?: string | null;
+  /** An unknown verdict no later probe can change: only an operator can settle the call. */
+  final?: boolean;
 }
 
 export type { OperatorSettlement };
@@ -151,10 +157,14 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
     /** Counts a proposed call and, if malformed, the rule it broke (idempotent: retries count once). */
     async recordProposedCall(call: RecordedProposal): Promise<void> {
       await callStats.recordProposedCall(call);
+      if (call.issue) {
+        const { trajectoryId, turn, callId, tool } = call;
+        emitCallEvent({ event: 'malformed_call', trajectoryId, turn, callId, tool, field: call.issue.field, rule: call.issue.rule });
+      }
     },
 
     /** Runs one attempt at one logical call through its endpoint record. */
-    async executeToolCall(input: ToolCallInput): Promise<CallOutcome<Observation>> {
+    async executeToolCall(input: ToolCallInput): Promise<LabelledOutcome> {
       const ctx = Context.current();
       const trajectoryId = ctx.info.workflowExecution?.workflowId;
       if (!trajectoryId) throw ApplicationFailure.nonRetryable('executeToolCall must run inside a trajectory workflow', FAILURE.NoWorkflow);
@@ -178,7 +188,16 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
-        return { kind: 'denied', ...access.denied };
+        emitCallEvent({
+          event: 'capability_denied',
+          trajectoryId,
+          turn: input.turn,
+          callId: input.callId,
+          key,
+          tool: input.tool,
+          ...access.denied,
+        });
+        return { outcome: 'denied', kind: 'denied', ...access.denied };
       }
       return runSettled(
         store,
@@ -234,7 +253,16 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         : null;
       if (access.denied) {
         await counted;
-        return { kind: 'denied', ...access.denied };
+        emitCallEvent({
+          event: 'capability_denied',
+          trajectoryId: audience,
+          turn: input.proposal?.turn ?? -1,
+          callId: input.proposal?.callId ?? '',
+          key: input.key ?? null,
+          tool: input.tool,
+          ...access.denied,
+        });
+        return { outcome: 'denied', kind: 'denied', ...access.denied };
       }
       // The tool's own failure (a permission, an I/O error) is the answer to the model, not a
       // reason to retry the activity or fail the turn.
@@ -242,7 +270,8 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         .run(args, { workspace: input.workspace })
         .catch((err: unknown) => failed(`${input.tool} failed: ${err instanceof Error ? err.message : String(err)}`));
       const [observation] = await Promise.all([run, counted]);
-      return { kind: 'observed', observation: boundObservation(observation) };
+      const bounded = boundObservation(observation);
+      return { outcome: isErrorObservation(bounded) ? 'error' : 'ok', kind: 'observed', observation: bounded };
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */
@@ -264,9 +293,21 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         const applied = await applyProbe(store, record, { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' });
         return { verdict: 'not_applied', detail: 'no intent recorded', state: applied.state, generation: record.generation };
       }
-      const verdict = await tool.probe(args, record.intent, { workspace: input.workspace });
+      const verdict = await tool.probe(
+        args,
+        record.intent,
+        { workspace: input.workspace },
+        { key: record.key, generation: record.generation },
+      );
       const applied = await applyProbe(store, record, verdict);
-      return { verdict: verdict.verdict, detail: verdict.detail, state: applied.state, generation: record.generation };
+      const final = verdict.verdict === 'unknown' && verdict.final === true;
+      return {
+        verdict: verdict.verdict,
+        detail: verdict.detail,
+        state: applied.state,
+        generation: record.generation,
+        ...(final ? { final } : {}),
+      };
     },
 
     /**
@@ -336,6 +377,14 @@ function boundObservation(o: Observation): Observation {
   };
 }
 
-function boundOutcome(outcome: CallOutcome<Observation>): CallOutcome<Observation> {
-  return outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
+/**
+ * The attempt's result, led by its outcome label: the Web UI shows every activity that returned as
+ * "Completed", so the first thing in its result says in_doubt, replayed or error when it is.
+ */
+function boundOutcome(outcome: CallOutcome<Observation>): LabelledOutcome {
+  const bounded = outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
+  return { outcome: attemptLabel(bounded), ...bounded };
 }
+
+/** A settled attempt's result as the activity returns it (histories before the label lack `outcome`). */
+export type LabelledOutcome = CallOutcome<Observation> & { outcome?: OutcomeLabel };

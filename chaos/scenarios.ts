@@ -47,6 +47,7 @@ const FAILPOINTS = [
   'file_edit.after_lease_check',
   'file_edit.after_rename',
   'bash_execute.after_lease_check',
+  'bash_execute.after_start',
   'bash_execute.after_run',
 ];
 
@@ -73,7 +74,11 @@ export const FULL: Scenario[] = [
     'file_edit.after_lease_check',
     'bash_execute.after_lease_check',
   ]),
-  zombies('zombie-during-effect', 'paused past the lease after the effect, before it is recorded', [
+  zombies('zombie-during-effect', 'paused past the lease during the effect: edit prepared, not renamed; command running', [
+    'file_edit.before_rename',
+    'bash_execute.after_start',
+  ]),
+  zombies('zombie-after-effect', 'paused past the lease after the effect, before it is recorded', [
     'file_edit.after_rename',
     'bash_execute.after_run',
   ]),

@@ -10,6 +10,11 @@ import { loadTemporalTarget } from '../client/connection';
 import { readDevSettings } from './dev-settings';
 import { UsageError } from './usage-error';
 
+/** Whether the CLI knows a database (DATABASE_URL, or a running `settle dev`). */
+export function databaseConfigured(): boolean {
+  return !!(process.env.DATABASE_URL || readDevSettings()?.databaseUrl);
+}
+
 export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, options: { why?: string } = {}): Promise<T> {
   const url = process.env.DATABASE_URL || readDevSettings()?.databaseUrl;
   if (!url) {

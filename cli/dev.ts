@@ -1,13 +1,19 @@
 /** `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. */
 import { startStack } from '../stack/index';
-import { installRuntime } from '../workers/runtime';
+import { loadTemporalTarget } from '../client/connection';
+import { startObservability } from '../workers/observability';
 import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
 import { removeDevSettings, writeDevSettings } from './dev-settings';
 
 export async function runDev(log: (line: string) => void): Promise<number> {
-  installRuntime('WARN');
   const stack = await startStack({ log, persistent: true });
   try {
+    // Before the worker's connection: Temporal's runtime (and its metrics exporter) is installed once per process.
+    const observability = await startObservability({
+      databaseUrl: stack.databaseUrl,
+      target: loadTemporalTarget({ address: stack.temporal.address, namespace: stack.temporal.namespace }),
+      level: 'WARN',
+    });
     const worker = await createSettleWorker({
       temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
       databaseUrl: stack.databaseUrl,
@@ -29,6 +35,7 @@ export async function runDev(log: (line: string) => void): Promise<number> {
         `  TEMPORAL_NAMESPACE   ${settings.namespace}`,
         `  TEMPORAL_TASK_QUEUE  ${settings.taskQueue}`,
         `  DATABASE_URL         ${settings.databaseUrl}`,
+        `  metrics              ${observability.metricsUrl ?? '(set SETTLE_METRICS_PORT to serve /metrics)'}`,
         `  dynamic config       ${Object.entries(stack.temporal.dynamicConfig)
           .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
           .join(' ')}`,
@@ -36,6 +43,7 @@ export async function runDev(log: (line: string) => void): Promise<number> {
     );
     // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.
     await worker.run();
+    await observability.close();
     return 0;
   } finally {
     removeDevSettings();

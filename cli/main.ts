@@ -135,12 +135,14 @@ program
 program
   .command('show')
   .description('Show one endpoint record and its event history.')
-  .argument('<key>', 'the 64-hex-digit idempotency key')
+  .argument('<key>', 'the 64-hex-digit idempotency key, or a unique prefix of at least 8 hex digits')
   .option('--json', 'JSON on stdout', false)
-  .action(async (key: string, opts: { json: boolean }) => {
-    if (!/^[0-9a-f]{64}$/.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
+  .action(async (keyArg: string, opts: { json: boolean }) => {
+    const { fullKey, keyArgument } = await import('./key-prefix');
+    keyArgument(keyArg);
     const { withStore } = await import('./connections');
     await withStore(async (store) => {
+      const key = await fullKey(store, keyArg);
       const record = await store.get(key);
       if (!record) throw new UsageError(`KEY: no endpoint record for ${key}`);
       const events = await store.events(key);

@@ -7,12 +7,15 @@ import { InputError } from '../core/errors';
 import { parseIJson } from '../core/json-text';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
+import { reportOutcomeText } from '../core/outcome-label';
+import type { TrajectoryStatusReport } from '../client/index';
+import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { resolveCall } from './resolve-call';
-import { withClient, withStore } from './connections';
+import { databaseConfigured, withClient, withStore } from './connections';
+import { fullKey, keyArgument, uniqueKey } from './key-prefix';
+import { formatTable } from './table';
 import { UsageError } from './usage-error';
 import { printable } from './terminal-text';
-
-const KEY = /^[0-9a-f]{64}$/;
 
 export function registerTrajectoryCommands(program: Command): void {
   program
@@ -20,18 +23,23 @@ export function registerTrajectoryCommands(program: Command): void {
     .description('Start a trajectory from a JSON spec: trajectoryId plus the trajectory input (workspace, and turns or a model).')
     .argument('<spec>', 'path of the spec file, or - for stdin')
     .option('--cap <file>', 'the capability token for this trajectory (instead of "capability" in the spec)')
-    .action(async (specPath: string, opts: { cap?: string }) => {
+    .option('--summary <text>', 'the static summary shown in the Web UI (default: who drives it and its workspace)')
+    .action(async (specPath: string, opts: { cap?: string; summary?: string }) => {
       const spec = readSpec(specPath, opts.cap);
+      if (opts.summary !== undefined && !opts.summary.trim()) throw new UsageError('--summary: must be a non-empty text');
       await withClient(async (client) => {
         const { trajectoryId, ...input } = spec;
-        await client.start(trajectoryId, input);
+        await client.start(trajectoryId, input, opts.summary !== undefined ? { summary: opts.summary } : {});
         console.log(`started ${trajectoryId}`);
       });
     });
 
   program
     .command('status')
-    .description("A trajectory's status, what it waits for, and every call with key, level, state, attempts.")
+    .description(
+      "A trajectory's status, what it waits for, its sub-agents, and every call with key, level, state, outcome, attempts. " +
+        'With no worker polling its task queue, says so and shows its endpoint records instead of waiting for an answer.',
+    )
     .argument('<id>', 'trajectory id')
     .option('--json', 'JSON on stdout', false)
     .action(async (id: string, opts: { json: boolean }) => {
@@ -39,20 +47,13 @@ export function registerTrajectoryCommands(program: Command): void {
         const status = await client.status(id).catch((err: Error) => {
           throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
         });
+        // No worker: the records are what is known (the workflow cannot be asked).
+        const records = !status.workerPolling && status.runStatus !== 'COMPLETED' ? await recordsOf(id) : null;
         if (opts.json) {
-          console.log(JSON.stringify(status, null, 2));
+          console.log(JSON.stringify({ ...status, ...(records ? { records: records.rows ?? null } : {}) }, null, 2));
           return;
         }
-        console.log(
-          `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
-        );
-        if (status.waitingFor) console.log(`waiting for: ${printable(status.waitingFor)}`);
-        console.log('turn  call                  tool          level  key               state         resolution       attempts');
-        for (const c of status.calls) {
-          console.log(
-            `${String(c.turn).padEnd(5)} ${printable(c.callId).slice(0, 20).padEnd(21)} ${printable(c.tool).padEnd(13)} ${String(c.level ?? '-').padEnd(6)} ${(c.key?.slice(0, 16) ?? '-').padEnd(17)} ${c.state.padEnd(13)} ${c.resolution.padEnd(16)} ${c.attempts}`,
-          );
-        }
+        printStatus(status, records);
       });
     });
 
@@ -60,13 +61,15 @@ export function registerTrajectoryCommands(program: Command): void {
     .command('approve')
     .description('Approve (or with --deny, deny) an A3 call that waits for approval.')
     .argument('<id>', 'trajectory id')
-    .argument('<key>', 'the call’s idempotency key')
+    .argument('<key>', 'the call’s idempotency key, or a unique prefix of at least 8 hex digits')
     .requiredOption('--approver <name>', 'who decides (recorded)')
     .requiredOption('--reason <text>', 'why (recorded)')
     .option('--deny', 'deny instead of approve', false)
-    .action(async (id: string, key: string, opts: { approver: string; reason: string; deny: boolean }) => {
-      if (!KEY.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
+    .action(async (id: string, keyArg: string, opts: { approver: string; reason: string; deny: boolean }) => {
+      keyArgument(keyArg);
       await withClient(async (client) => {
+        // The call may have no record yet (A3 waits before its claim): its trajectory knows its keys.
+        const key = keyArg.length === 64 ? keyArg : uniqueKey(keyArg, await client.callKeys(id).catch(rejected), `call of ${id}`);
         await client.approve(id, key, opts.approver, opts.deny ? 'deny' : 'approve', opts.reason).catch(rejected);
         console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${opts.approver}`);
       });
@@ -78,16 +81,17 @@ export function registerTrajectoryCommands(program: Command): void {
       'Settle an IN_DOUBT call by hand: through the settleCall update of its trajectory when that waits for it, ' +
         'else directly on the record (trajectory ended or not waiting), with the same audit trail.',
     )
-    .argument('<key>', 'the call’s idempotency key')
+    .argument('<key>', 'the call’s idempotency key, or a unique prefix of at least 8 hex digits')
     .requiredOption('--as <verdict>', 'applied | not-applied')
     .requiredOption('--operator <name>', 'who settles (recorded on the record and its events)')
     .requiredOption('--reason <text>', 'why (recorded)')
-    .action(async (key: string, opts: { as: string; operator: string; reason: string }) => {
-      if (!KEY.test(key)) throw new UsageError(`KEY: must be 64 lowercase hex digits (got ${JSON.stringify(key)})`);
+    .action(async (keyArg: string, opts: { as: string; operator: string; reason: string }) => {
+      keyArgument(keyArg);
       if (opts.as !== 'applied' && opts.as !== 'not-applied')
         throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
       if (!opts.operator.trim()) throw new UsageError('--operator: must be a non-empty name');
       if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
+      const key = await withStore((store) => fullKey(store, keyArg));
       const settlement = {
         key,
         verdict: opts.as === 'applied' ? 'applied' : 'not_applied',
@@ -146,4 +150,69 @@ function strictJson(bytes: Uint8Array, field: string): unknown {
 function rejected(err: unknown): never {
   const cause = (err as { cause?: { message?: string } }).cause?.message;
   throw new UsageError(cause ?? (err as Error).message);
+}
+
+/** The endpoint records of a trajectory, or why they cannot be read. */
+async function recordsOf(id: string): Promise<{ rows: EndpointRecord[] | null; note: string | null }> {
+  if (!databaseConfigured()) return { rows: null, note: 'DATABASE_URL is not set, so the endpoint records cannot be shown either' };
+  try {
+    return { rows: await withStore((store) => store.list({ trajectoryId: id })), note: null };
+  } catch (err) {
+    return { rows: null, note: `the endpoint records could not be read (${(err as Error).message})` };
+  }
+}
+
+function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRecord[] | null; note: string | null } | null): void {
+  console.log(
+    `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
+  );
+  if (status.summary) console.log(`summary: ${printable(status.summary)}`);
+  if (status.subAgents.length) {
+    console.log(
+      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${a.runStatus} · ${printable(a.status ?? '-')})`).join(', ')}`,
+    );
+  }
+  if (records) {
+    console.log(
+      `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
+        '(start one: npm run worker, or settle dev). What its endpoint records say:',
+    );
+    if (records.note) console.log(records.note);
+    else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
+    else {
+      console.log(
+        formatTable(
+          ['turn', 'call', 'tool', 'key', 'state', 'gen', 'updated'],
+          records.rows!.map((r) => [
+            String(r.turn),
+            r.callId,
+            r.tool,
+            r.key.slice(0, 16),
+            r.state,
+            String(r.generation),
+            r.updatedAt.toISOString(),
+          ]),
+        ),
+      );
+    }
+    return;
+  }
+  if (status.waitingFor) console.log(`waiting for: ${printable(status.waitingFor)}`);
+  console.log(
+    formatTable(
+      ['turn', 'call', 'tool', 'level', 'key', 'state', 'resolution', 'outcome', 'attempts', 'probes'],
+      status.calls.map((c) => [
+        String(c.turn),
+        c.callId,
+        c.tool,
+        String(c.level ?? '-'),
+        c.key?.slice(0, 16) ?? '-',
+        c.state,
+        c.resolution,
+        reportOutcomeText(c),
+        String(c.attempts),
+        String(c.probes ?? 0),
+      ]),
+    ),
+  );
 }

@@ -25,7 +25,10 @@ import {
   type TrajectoryResult,
 } from '../workflows/definitions';
 import type { trajectoryWorkflow } from '../workflows/trajectory';
-import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../workflows/search-attributes';
+import { SA_IN_DOUBT_COUNT, SA_PARENT_TRAJECTORY, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../workflows/search-attributes';
+// CommonJS package: its namespace comes through the default export under ESM.
+import proto from '@temporalio/proto';
+const { temporal } = proto;
 import { RunTurnInputSchema, TrajectoryRequestSchema, type TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 import { InputError } from '../core/errors';
@@ -33,10 +36,35 @@ import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-id
 
 export { DEFAULT_TASK_QUEUE } from './connection';
 
+/** A long poll lasts up to about a minute; a poller not seen for longer is gone. */
+const POLLER_LIVENESS_MS = 90_000;
+
+export interface StartOptions {
+  /** The workflow's static summary in the Web UI (default: what the input says it does). */
+  summary?: string;
+}
+
+/** A one-line static summary from the input: who drives it and where it works. */
+export function trajectorySummary(input: TrajectoryRequest): string {
+  const driver = input.model
+    ? `model ${input.model.model}: ${input.model.task.replace(/\s+/g, ' ').slice(0, 80)}`
+    : input.turns
+      ? `${input.turns.length} scripted turn(s)`
+      : 'orchestrator-driven (runTurn updates)';
+  return `settle trajectory · ${driver} · workspace ${input.workspace}`;
+}
+
 export interface TrajectoryStatusReport {
   trajectoryId: string;
   /** Temporal's view: RUNNING, COMPLETED, FAILED, CANCELLED, … */
   runStatus: string;
+  /** The workflow's static summary (set at start). */
+  summary: string | null;
+  /** The task queue the trajectory runs on, and whether any worker polls it now. */
+  taskQueue: string;
+  workerPolling: boolean;
+  /** Sub-agents started by this trajectory (search attribute SettleParentTrajectory). */
+  subAgents: { trajectoryId: string; runStatus: string; status: string | null }[];
   /** settle's view (search attribute SettleTrajectoryStatus). */
   status: string | null;
   inDoubt: number;
@@ -70,13 +98,18 @@ export class SettleClient {
    * checked against the input contract first: a broken one throws InputError naming the field,
    * and nothing starts.
    */
-  async start(trajectoryId: string, input: TrajectoryRequest): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
+  async start(
+    trajectoryId: string,
+    input: TrajectoryRequest,
+    options: StartOptions = {},
+  ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
     if (isReservedChildId(trajectoryId)) throw new InputError('trajectoryId', RESERVED_CHILD_ID_RULE);
     parseArgs(TrajectoryRequestSchema, input, 'input');
     return this.client.workflow.start<typeof trajectoryWorkflow>('trajectoryWorkflow', {
       taskQueue: this.taskQueue,
       workflowId: trajectoryId,
       args: [input],
+      staticSummary: options.summary ?? trajectorySummary(input),
     });
   }
 
@@ -115,12 +148,16 @@ export class SettleClient {
     const handle = this.handle(trajectoryId);
     const description = await handle.describe();
     const sa = description.typedSearchAttributes;
+    const taskQueue = description.taskQueue;
     let calls: CallReport[] = [];
     let waitingFor: string | null = null;
+    // A query needs a worker: with none polling, it would hang until its deadline (~30 s) and
+    // answer nothing. Ask the task queue first; the CLI then shows the endpoint records instead.
+    const [workerPolling, subAgents] = await Promise.all([this.workerPolling(taskQueue), this.subAgents(trajectoryId)]);
     if (description.status.name === 'COMPLETED') {
       // A closed trajectory answers from its result: no worker needed.
       calls = (await handle.result()).calls;
-    } else {
+    } else if (workerPolling) {
       try {
         calls = await handle.query(callsQuery);
         waitingFor = await handle.query(waitingForQuery);
@@ -128,15 +165,58 @@ export class SettleClient {
         // A closed workflow whose worker is gone cannot answer queries.
       }
     }
+    const summary = (await description.staticSummary()) ?? null;
     return {
       trajectoryId,
       runStatus: description.status.name,
+      summary,
+      taskQueue,
+      workerPolling,
+      subAgents,
       status: sa.get(SA_TRAJECTORY_STATUS) ?? null,
       inDoubt: sa.get(SA_IN_DOUBT_COUNT) ?? 0,
       pendingApprovals: sa.get(SA_PENDING_APPROVALS) ?? 0,
       waitingFor,
       calls,
     };
+  }
+
+  /** The keys of a trajectory's calls so far (asks the workflow: needs a worker). */
+  async callKeys(trajectoryId: string): Promise<string[]> {
+    const calls = await this.handle(trajectoryId).query(callsQuery);
+    return calls.flatMap((c) => (c.key ? [c.key] : []));
+  }
+
+  /**
+   * Whether a worker polls `taskQueue` for workflow tasks now. The server lists a poller for
+   * minutes after it was last seen, so only one seen within a long poll's span counts.
+   */
+  async workerPolling(taskQueue: string): Promise<boolean> {
+    const response = await this.client.workflowService.describeTaskQueue({
+      namespace: this.client.options.namespace,
+      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    const now = Date.now();
+    return (response.pollers ?? []).some((p) => {
+      const seconds = Number(p.lastAccessTime?.seconds ?? 0);
+      return now - seconds * 1000 < POLLER_LIVENESS_MS;
+    });
+  }
+
+  /** Trajectories whose parent is `trajectoryId` (sub-agents), from visibility. */
+  async subAgents(trajectoryId: string): Promise<TrajectoryStatusReport['subAgents']> {
+    const found: TrajectoryStatusReport['subAgents'] = [];
+    const query = `${SA_PARENT_TRAJECTORY.name} = ${JSON.stringify(trajectoryId)}`;
+    for await (const w of this.client.workflow.list({ query })) {
+      found.push({
+        trajectoryId: w.workflowId,
+        runStatus: w.status.name,
+        status: w.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null,
+      });
+      if (found.length >= 100) break;
+    }
+    return found.sort((a, b) => a.trajectoryId.localeCompare(b.trajectoryId));
   }
 
   handle(trajectoryId: string): WorkflowHandle<typeof trajectoryWorkflow> {

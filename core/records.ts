@@ -23,7 +23,10 @@ export type Actor = `worker:${string}` | 'lease-expiry' | `probe:${string}` | `o
 
 /** What a reconciliation probe concluded from the environment (docs/design.md#probes). */
 export type ProbeVerdict<R = unknown> =
-  { verdict: 'applied'; result: R; detail: string } | { verdict: 'not_applied'; detail: string } | { verdict: 'unknown'; detail: string };
+  | { verdict: 'applied'; result: R; detail: string }
+  | { verdict: 'not_applied'; detail: string }
+  /** `final`: no later probe can decide either (e.g. a shell command that died mid-run): only an operator can. */
+  | { verdict: 'unknown'; detail: string; final?: boolean };
 
 /** What a settled activity reports to the workflow for one attempt at one key. */
 export type CallOutcome<R = unknown> =

@@ -15,10 +15,21 @@ import './support/provided-context';
 export default async function setup(project: TestProject) {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-test-'));
   fs.chmodSync(runDir, 0o755);
-  const stack = await startStack({
-    log: (line) => console.error(`[stack] ${line}`),
-    postgres: { dataDir: path.join(SETTLE_DIR, 'pg', `test-${process.pid}`), ephemeral: true },
-  });
+  // Shell run markers (activities/tools/shell-markers.ts) of every in-process and spawned worker.
+  process.env.SETTLE_RUNS_DIR ??= path.join(runDir, 'runs');
+  // The production lane (scripts/production-lane.ts) runs its own Temporal server on PostgreSQL.
+  const external = process.env.SETTLE_EXTERNAL_TEMPORAL_ADDRESS;
+  const stack = external
+    ? {
+        temporal: { address: external, uiUrl: null },
+        databaseUrl: process.env.SETTLE_EXTERNAL_DATABASE_URL ?? '',
+        stop: async () => {},
+      }
+    : await startStack({
+        log: (line) => console.error(`[stack] ${line}`),
+        postgres: { dataDir: path.join(SETTLE_DIR, 'pg', `test-${process.pid}`), ephemeral: true },
+      });
+  if (external && !stack.databaseUrl) throw new Error('SETTLE_EXTERNAL_DATABASE_URL: must be set with SETTLE_EXTERNAL_TEMPORAL_ADDRESS');
   const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
   const workflowBundlePath = path.join(runDir, 'workflow-bundle.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);

@@ -1,10 +1,33 @@
-/** Process-wide Temporal runtime settings; call before the first worker or connection. */
+/**
+ * Process-wide Temporal runtime settings; call before the first worker or connection. Temporal's
+ * Runtime can be installed once per process: the first call decides, later calls change nothing
+ * and say so (returns false).
+ */
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
+import { jsonLine } from '../activities/observability/log';
 
 let installed = false;
 
-export function installRuntime(level: LogLevel = 'WARN'): void {
-  if (installed) return;
+export interface RuntimeOptions {
+  /** Serve Temporal's runtime (Core SDK) metrics in Prometheus format on this host:port. */
+  metricsBindAddress?: string;
+  /** The SDK's own log lines as JSON, one per line on stdout (as settle's call events). */
+  jsonLogs?: boolean;
+}
+
+export function installRuntime(level: LogLevel = 'WARN', options: RuntimeOptions = {}): boolean {
+  if (installed) return false;
   installed = true;
-  Runtime.install({ logger: new DefaultLogger(level) });
+  const logger = options.jsonLogs
+    ? new DefaultLogger(level, (entry) => {
+        process.stdout.write(jsonLine(entry.level.toLowerCase(), entry.message, { source: 'temporal', ...entry.meta }) + '\n');
+      })
+    : new DefaultLogger(level);
+  const metrics = options.metricsBindAddress
+    ? { metrics: { prometheus: { bindAddress: options.metricsBindAddress, countersTotalSuffix: true } } }
+    : {};
+  // JSON logs: the SDK's native (Core) lines go through the same logger instead of the console.
+  const logging = options.jsonLogs ? { logging: { filter: { core: 'WARN' as const, other: 'ERROR' as const }, forward: {} } } : {};
+  Runtime.install({ logger, telemetryOptions: { ...metrics, ...logging } });
+  return true;
 }

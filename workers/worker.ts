@@ -8,14 +8,20 @@
  *   TEMPORAL_TASK_QUEUE task queue (default "settle")
  *   DATABASE_URL        Postgres holding the endpoint records (required)
  *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start)
+ *   SETTLE_METRICS_PORT optional: serve Prometheus metrics at :PORT/metrics (workers/metrics-server.ts)
+ *
+ * Logs are JSON, one object per line on stdout: settle's call events (with trajectory id, turn,
+ * call id, key and generation) and the Temporal SDK's own lines.
  *
  * Waits for PostgreSQL with backoff (logging it) and runs migrations on start (safe with many
  * workers starting at once); survives PostgreSQL restarts while running. SIGTERM/SIGINT drain the
  * worker gracefully: running activities finish or heartbeat out, then the process exits.
  */
 import { isTransient, migrateToLatest, redactUrl, waitForDatabase } from '../activities/store/database';
-import { describeTarget } from '../client/connection';
+import { jsonLine } from '../activities/observability/log';
+import { describeTarget, loadTemporalTarget } from '../client/connection';
 import { createSettleWorker } from './create-worker';
+import { startObservability } from './observability';
 
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
@@ -23,8 +29,9 @@ async function main(): Promise<void> {
     console.error('DATABASE_URL: must be set to the Postgres URL that holds the endpoint records');
     process.exit(2);
   }
+  const observability = await startObservability({ databaseUrl, target: loadTemporalTarget() });
   // PostgreSQL may start after the worker, or restart while it starts: wait for it, saying so.
-  const log = (line: string) => console.log(`settle worker: ${line}`);
+  const log = (line: string) => observability.log('info', `settle worker: ${line}`);
   for (let attempt = 0; ; attempt++) {
     await waitForDatabase(databaseUrl, log);
     try {
@@ -41,12 +48,17 @@ async function main(): Promise<void> {
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : {}),
   });
   // The SDK shuts the worker down on SIGINT/SIGTERM by default; run() returns once it has drained.
-  console.log(`settle worker: ${describeTarget(worker.target)} db=${redactUrl(databaseUrl)}`);
+  observability.log('info', 'settle worker: polling', {
+    target: describeTarget(worker.target),
+    database: redactUrl(databaseUrl),
+    metricsUrl: observability.metricsUrl,
+  });
   await worker.run();
-  console.log('settle worker: stopped');
+  await observability.close();
+  observability.log('info', 'settle worker: stopped');
 }
 
 main().catch((err) => {
-  console.error(`settle worker: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(jsonLine('error', `settle worker: ${err instanceof Error ? err.message : String(err)}`));
   process.exit(1);
 });

@@ -10,6 +10,7 @@ import { condition, patched, proxyActivities, proxyLocalActivities } from '@temp
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
+import { codeSpan, shellWord, waitDetails } from '../core/operator-details';
 import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
 import { checkBody } from '../core/capability/rules';
@@ -107,7 +108,7 @@ export async function runCall(ctx: CallContext, turn: number, call: ProposedCall
   if (valid.level === 'A0') return runReadOnly(ctx, report, valid, key, summary, countInActivity);
   let approval: { approver: string; reason: string } | undefined;
   if (valid.level === 'A3') {
-    const decision = await approvalFor(ctx, report, key, summary);
+    const decision = await approvalFor(ctx, report, call, key, valid.args);
     if (decision?.decision === 'deny') {
       await counted();
       return denied(report, decision);
@@ -260,17 +261,38 @@ type Decision = { key: string; approver: string; decision: 'approve' | 'deny'; r
  * A3: a human approves before the effect — unless the effect already happened (a repeat of a
  * completed call needs no new approval: it replays). Returns null when no approval is needed.
  */
-async function approvalFor(ctx: CallContext, report: CallReport, key: string, summary: string): Promise<Decision | null> {
+async function approvalFor(
+  ctx: CallContext,
+  report: CallReport,
+  call: ProposedCall,
+  key: string,
+  args: Record<string, unknown>,
+): Promise<Decision | null> {
   if ((await lookupRecord({ key })).state === 'COMPLETED') return null;
   const { state, input } = ctx;
   const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   report.resolution = 'awaiting_approval';
   state.awaitingApproval.add(key);
+  const since = Date.now();
+  const approve = (deny: boolean) =>
+    `settle approve ${shellWord(ctx.trajectoryId)} ${key} \\\n  --approver YOUR_NAME --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
   state.publish(
     'waiting_approval',
-    `A3 call waits for approval: ${summary}. Approve with: settle approve ${ctx.trajectoryId} ${key} --approver NAME --reason TEXT [--deny]`,
+    waitDetails({
+      headline: 'waiting for approval',
+      tool: call.tool,
+      target: describeArgs(args),
+      key,
+      sinceMs: since,
+      deadline: { atMs: since + timeoutMs, then: 'denied' },
+      explanation: `Call ${codeSpan(call.call_id)} (turn ${report.turn}) is A3: it runs only once a person approves it, with one of the commands above.`,
+      commands: [approve(false), approve(true)],
+    }),
   );
-  const decided = await condition(() => state.approvals.has(key), timeoutMs);
+  // The timer is the approval deadline; its summary says so on the timeline.
+  const decided = await condition(() => state.approvals.has(key), timeoutMs, {
+    summary: `approval deadline ${key.slice(0, 8)}… (then denied)`,
+  });
   state.awaitingApproval.delete(key);
   const decision: Decision = decided
     ? state.approvals.get(key)!

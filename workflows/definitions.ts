@@ -44,8 +44,10 @@ export interface CallReport {
   /** The endpoint record's state; NO_RECORD for read-only (A0) calls and denied/invalid ones. */
   state: RecordStateOrUnseen | 'NO_RECORD';
   resolution: CallResolution | 'pending' | 'awaiting_approval';
-  /** Activity executions for this call (claims, probes). */
+  /** Executions of this call (claims); before PATCH_OPERATOR_WAIT, probe rounds too. */
   attempts: number;
+  /** Probe rounds after the call was found IN_DOUBT (absent until the first). */
+  probes?: number;
   observation: Observation | null;
   /** For A3 calls: who decided, and why. */
   approval?: { approver: string; decision: 'approve' | 'deny'; reason: string } | null;
@@ -123,6 +125,13 @@ export interface FinishInput {
 export const callsQuery = defineQuery<CallReport[]>('calls');
 /** What the trajectory is waiting for right now (also its current details in the UI). */
 export const waitingForQuery = defineQuery<string>('waitingFor');
+
+export const UPDATE_DESCRIPTIONS = {
+  runTurn: "Runs one turn's calls and answers their observations (idempotent per trajectory and turn).",
+  settleCall: "An operator's verdict on an IN_DOUBT call this trajectory waits for: applied or not_applied, with name and reason.",
+  approveCall: 'Approves or denies an A3 call that waits for approval, with the approver and reason.',
+  finish: 'Ends an orchestrator-driven trajectory: completed, or failed (runs the compensators).',
+} as const;
 
 export const runTurnUpdate = defineUpdate<RunTurnResult, [RunTurnInput]>('runTurn');
 export const settleCallUpdate = defineUpdate<{ state: string }, [SettleCallInput]>('settleCall');

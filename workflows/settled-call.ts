@@ -9,11 +9,15 @@
  *           └ in doubt ─▶ probe ─ applied ──────────────▶ attempt again (replays the settled result)
  *                               ├ not applied ──────────▶ back off, attempt again
  *                               └ unknown ──▶ operator (re-probing meanwhile)
+ *                     (tool declares no probe) ──▶ operator (no re-probing)
  *
  * Nothing here guesses about an effect it cannot see (docs/design.md#probes).
  */
 import { ActivityCancellationType, condition, patched, proxyActivities, sleep } from '@temporalio/workflow';
+import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
+import { codeSpan, waitDetails } from '../core/operator-details';
+import { declaresProbe } from '../core/tools/catalog';
 import type { CallOutcome, RecordStateOrUnseen } from '../core/records';
 import type { Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
@@ -38,6 +42,13 @@ const PROBE_OPTIONS = {
 
 const { executeToolCall } = proxyActivities<SettleActivities>({ startToCloseTimeout: '10 minutes' });
 const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>(PROBE_OPTIONS);
+
+/**
+ * Patch id: an in-doubt call of a tool that declares no probe (core/tools/catalog.ts) waits for an
+ * operator at once and is never re-probed, as is one whose probe answers a final unknown; probe rounds are counted in `probes`, not `attempts`;
+ * probes and the operator wait carry summaries. Histories before it re-probed every tool.
+ */
+export const PATCH_OPERATOR_WAIT = 'operator-wait-v1';
 
 /** Patch id: a cancelled trajectory waits for running settled activities, then compensates and shows `cancelled`. */
 export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activities-v1';
@@ -65,6 +76,8 @@ export class SettledCall {
   private busyRounds = 0;
   /** Set when the last IN_DOUBT was settled COMPLETED: the next attempt replays that result. */
   private settledBy: Settlement['by'] | null = null;
+  /** Workflow time when this call began waiting for an operator (shown in the current details). */
+  private waitingSince: number | null = null;
 
   constructor(
     private readonly ctx: CallContext,
@@ -100,7 +113,7 @@ export class SettledCall {
           deniedByCapability(this.report, outcome.component, outcome.reason);
           break;
         case 'in_doubt':
-          await this.inDoubt();
+          await this.inDoubt(outcome.generation);
           break;
       }
     }
@@ -121,7 +134,7 @@ export class SettledCall {
         // A retry after a heartbeat timeout (dead worker) should come at once; after a database
         // error, soon enough to notice the database's return within seconds.
         retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
-        summary: this.summary,
+        summary: this.attemptSummary(),
         cancellationType: waitForCancelledActivities(),
       },
       [
@@ -141,6 +154,13 @@ export class SettledCall {
         },
       ],
     );
+  }
+
+  /** What this attempt is, on the timeline: the first run, a run again after NOT_EXECUTED, or a replay of a settled result. */
+  private attemptSummary(): string {
+    if (this.settledBy) return `${this.summary} · replay: settled applied by ${this.settledBy}`;
+    if (this.notExecuted > 0) return `${this.summary} · run again: not executed ${this.notExecuted}×`;
+    return this.summary;
   }
 
   private completed(result: Observation, replayed: boolean): void {
@@ -168,9 +188,9 @@ export class SettledCall {
     );
   }
 
-  private async inDoubt(): Promise<void> {
+  private async inDoubt(generation: number): Promise<void> {
     this.report.state = 'IN_DOUBT';
-    const settled = await this.settleInDoubt();
+    const settled = await this.settleInDoubt(generation);
     // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
     this.settledBy = settled.state === 'COMPLETED' ? settled.by : null;
     if (settled.state === 'NOT_EXECUTED') await this.retryOrGiveUp(`settled NOT_EXECUTED by ${settled.by}`);
@@ -188,38 +208,85 @@ export class SettledCall {
   }
 
   /** Probes until the record leaves IN_DOUBT; escalates to an operator while the probe cannot tell. */
-  private async settleInDoubt(): Promise<Settlement> {
+  private async settleInDoubt(generation: number): Promise<Settlement> {
     const { state, input } = this.ctx;
     const key = this.key;
+    // Decided once per wait: histories from before the patch re-probed every tool and counted
+    // probes as attempts.
+    const current = patched(PATCH_OPERATOR_WAIT);
+    if (current && !declaresProbe(this.report.tool, this.args)) {
+      // Nothing could ever settle it but a person: wait for one, without timers or re-probing.
+      return this.awaitOperator(generation, null, 'this tool declares no probe: its effect cannot be observed by settle');
+    }
     let round = 0;
     while (true) {
       state.publish('waiting_probe', `call ${this.short}… IN_DOUBT: probing (round ${round + 1})`);
-      this.report.attempts++;
-      const probe = await probeToolCall.executeWithOptions({ ...PROBE_OPTIONS, cancellationType: waitForCancelledActivities() }, [
-        { key, workspace: input.workspace },
-      ]);
+      if (current) this.report.probes = (this.report.probes ?? 0) + 1;
+      else this.report.attempts++;
+      const probe = await probeToolCall.executeWithOptions(
+        {
+          ...PROBE_OPTIONS,
+          cancellationType: waitForCancelledActivities(),
+          ...(current ? { summary: `probe ${this.summary} · after IN_DOUBT (gen ${generation}, round ${round + 1})` } : {}),
+        },
+        [{ key, workspace: input.workspace }],
+      );
       if (probe.state !== 'IN_DOUBT') {
         this.report.state = probe.state;
         // Settled before this probe looked: by the probe, a late completion, or an operator's
         // direct `settle resolve` (the record names who).
         return { by: probe.settledBy?.startsWith('operator:') ? 'operator' : 'probe', state: probe.state };
       }
-      state.awaitingOperator.add(key);
-      state.publish(
-        'waiting_operator',
-        `call ${this.short}… IN_DOUBT, probe says unknown (${probe.detail}). ` +
-          `Settle with: settle resolve ${key} --as applied|not-applied --operator NAME --reason TEXT`,
-      );
-      const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
-      // Only a verdict on this generation settles it: one given on an earlier generation says
-      // nothing about the execution that is in doubt now.
-      if (await condition(() => state.operatorVerdictFor(key, probe.generation) !== undefined, delayMs)) {
-        state.awaitingOperator.delete(key);
-        const settled = state.takeOperatorVerdict(key, probe.generation)!;
-        this.report.state = settled;
-        return { by: 'operator', state: settled };
+      if (current && probe.final) {
+        // The probe says no later probe could tell either (e.g. a shell command that died mid-run):
+        // wait for a person, without timers or re-probing.
+        return this.awaitOperator(probe.generation, null, `the probe cannot tell, and no later probe could (${probe.detail})`);
       }
+      const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
+      const settled = await this.awaitOperator(probe.generation, delayMs, `the probe cannot tell (${probe.detail})`, current);
+      if (settled) return settled;
     }
+  }
+
+  /**
+   * Waits for an operator's verdict on `generation` (at most `timeoutMs`, null: for as long as it
+   * takes). Only a verdict on this generation settles it: one given on an earlier generation says
+   * nothing about the execution that is in doubt now.
+   */
+  private async awaitOperator(generation: number, timeoutMs: null, why: string): Promise<Settlement>;
+  private async awaitOperator(generation: number, timeoutMs: number, why: string, current: boolean): Promise<Settlement | null>;
+  private async awaitOperator(generation: number, timeoutMs: number | null, why: string, current = true): Promise<Settlement | null> {
+    const { state } = this.ctx;
+    const key = this.key;
+    state.awaitingOperator.add(key);
+    // Current details are metadata, not history events: histories from before the patch show them too.
+    state.publish('waiting_operator', this.operatorDetails(why));
+    const verdict = () => state.operatorVerdictFor(key, generation) !== undefined;
+    if (timeoutMs === null) await condition(verdict);
+    else if (!(await condition(verdict, timeoutMs, current ? { summary: `probe ${this.short}… again` } : {}))) return null;
+    state.awaitingOperator.delete(key);
+    const settled = state.takeOperatorVerdict(key, generation)!;
+    this.report.state = settled;
+    return { by: 'operator', state: settled };
+  }
+
+  /** The current details while an operator must decide: a one-line summary, then the exact commands. */
+  private operatorDetails(why: string): string {
+    this.waitingSince ??= Date.now();
+    // Two lines each (a shell continues after `\`): the UI's details pane cuts lines longer than ~90 characters.
+    const resolve = (as: string) => `settle resolve ${this.key} \\\n  --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
+    return waitDetails({
+      headline: 'waiting for an operator',
+      tool: this.report.tool,
+      target: describeArgs(this.args),
+      key: this.key,
+      sinceMs: this.waitingSince,
+      deadline: null,
+      explanation:
+        `Call ${codeSpan(this.report.callId)} (turn ${this.report.turn}) is IN_DOUBT: it may have taken effect, and ${why}. ` +
+        'Check whether it did, then settle it with one of the commands above.',
+      commands: [resolve('applied'), resolve('not-applied')],
+    });
   }
 
   private backoffMs(n: number): number {

@@ -83,6 +83,14 @@ export class TrajectoryState {
   }
 
   validateApproveCall(a: ApproveCallInput): void {
+    // A second decision on the same call is refused, saying who decided first.
+    const earlier = typeof a?.key === 'string' ? this.approvals.get(a.key) : undefined;
+    if (earlier) {
+      throw new InputError(
+        'key',
+        `name a call still waiting for approval: ${a.key.slice(0, 16)}… was already ${earlier.decision === 'approve' ? 'approved' : 'denied'} by ${earlier.approver} (${earlier.reason})`,
+      );
+    }
     requireKey(a?.key, this.awaitingApproval, 'waiting for approval');
     if (a.decision !== 'approve' && a.decision !== 'deny') throw new InputError('decision', 'be approve or deny');
     requireText(a.approver, 'approver', 'a non-empty name');

@@ -41,6 +41,7 @@ import {
   finishUpdate,
   runTurnUpdate,
   settleCallUpdate,
+  UPDATE_DESCRIPTIONS,
   waitingForQuery,
   type ApproveCallInput,
   type CallReport,
@@ -143,15 +144,31 @@ async function endCancelled(ctx: CallContext, cancellation: unknown): Promise<ne
 function installHandlers(ctx: CallContext): void {
   const { state } = ctx;
   setHandler(callsQuery, () => state.reports, {
-    description: 'Every call so far: key, level, record state, resolution, attempts, observation.',
+    description:
+      'Every call so far, one object each: turn, callId, tool, key (64 hex), level (A0–A3), state (endpoint record: ' +
+      'IN_FLIGHT, COMPLETED, IN_DOUBT, NOT_EXECUTED, or NO_RECORD), resolution (executed, replayed, settled_by_probe, ' +
+      'settled_by_operator, read, invalid, denied, gave_up, pending, awaiting_approval), attempts (executions), ' +
+      'probes (probe rounds), observation (output, error, exit_status).',
   });
   setHandler(waitingForQuery, () => state.waitingFor, {
-    description: 'What the trajectory waits for now, with the command that unblocks it.',
+    description: 'What the trajectory waits for now (its current details): a one-line summary, then the exact command that unblocks it.',
   });
-  setHandler(settleCallUpdate, (s) => applyOperatorVerdict(state, s), { validator: (s: SettleCallInput) => state.validateSettleCall(s) });
-  setHandler(approveCallUpdate, (a) => state.approveCall(a), { validator: (a: ApproveCallInput) => state.validateApproveCall(a) });
-  setHandler(runTurnUpdate, (t) => state.inTurnOrder(() => runTurn(ctx, t)), { validator: (t: RunTurnInput) => state.validateRunTurn(t) });
-  setHandler(finishUpdate, (f) => state.requestFinish(f), { validator: (f: FinishInput) => state.validateFinish(f) });
+  setHandler(settleCallUpdate, (s) => applyOperatorVerdict(state, s), {
+    validator: (s: SettleCallInput) => state.validateSettleCall(s),
+    description: UPDATE_DESCRIPTIONS.settleCall,
+  });
+  setHandler(approveCallUpdate, (a) => state.approveCall(a), {
+    validator: (a: ApproveCallInput) => state.validateApproveCall(a),
+    description: UPDATE_DESCRIPTIONS.approveCall,
+  });
+  setHandler(runTurnUpdate, (t) => state.inTurnOrder(() => runTurn(ctx, t)), {
+    validator: (t: RunTurnInput) => state.validateRunTurn(t),
+    description: UPDATE_DESCRIPTIONS.runTurn,
+  });
+  setHandler(finishUpdate, (f) => state.requestFinish(f), {
+    validator: (f: FinishInput) => state.validateFinish(f),
+    description: UPDATE_DESCRIPTIONS.finish,
+  });
 }
 
 async function runTurn(ctx: CallContext, t: RunTurnInput): Promise<RunTurnResult> {

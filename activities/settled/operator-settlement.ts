@@ -6,6 +6,7 @@
 import type { Observation } from '../../core/observation';
 import type { RecordState } from '../../core/records';
 import type { EndpointStore } from '../store/endpoint-store';
+import { emitCallEvent } from '../observability/events';
 
 export interface OperatorSettlement {
   key: string;
@@ -30,7 +31,10 @@ export async function settleByOperator(store: EndpointStore, input: OperatorSett
     input.verdict === 'applied'
       ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: operatorResult(input) }, actor, input.reason)
       : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, actor, input.reason);
-  if (write.ok) return { settled: true, state: write.record.state, generation: record.generation };
+  if (write.ok) {
+    emitCallEvent({ event: 'settled', key: record.key, generation: record.generation, by: 'operator', state: write.record.state, actor });
+    return { settled: true, state: write.record.state, generation: record.generation };
+  }
   // Fenced out: settled or re-claimed meanwhile (a probe, a late completion). The record is the truth.
   return { settled: false, state: write.current?.state ?? 'UNSEEN', generation: write.current?.generation ?? record.generation };
 }

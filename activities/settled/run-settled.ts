@@ -10,6 +10,7 @@ import type { Actor, CallOutcome, ProbeVerdict } from '../../core/records';
 import type { ClaimRequest, EndpointRecord, EndpointStore } from '../store/endpoint-store';
 import { isTransientDatabaseError } from '../store/database';
 import { failpoint } from '../failpoints';
+import { emitCallEvent, type CallRef } from '../observability/events';
 import { LeaseLost, NoEffect, type Plan, type SettledTool, type ToolEnv } from './settled-tool';
 
 export interface RunOptions {
@@ -63,14 +64,22 @@ export async function runSettled<Args, Intent, Result>(
     ...(plan.kind === 'proceed' ? { intent: plan.intent } : {}),
     ...(options.countProposal ? { countProposal: true } : {}),
   });
+  const ref: CallRef = { trajectoryId: call.trajectoryId, turn: call.turn, callId: call.callId, key: call.key, tool: call.tool };
   switch (claim.kind) {
     case 'completed':
+      emitCallEvent({ event: 'replayed', generation: claim.record.generation, ...ref });
       return { kind: 'completed', result: claim.record.result as Result, replayed: true, generation: claim.record.generation };
     case 'busy':
+      emitCallEvent({ event: 'busy', generation: claim.generation, ...ref });
       return { kind: 'busy', generation: claim.generation, leaseUntil: claim.leaseUntil.toISOString() };
-    case 'in_doubt':
-      return { kind: 'in_doubt', generation: claim.record.generation, detail: claim.record.detail ?? 'effect unknown' };
+    case 'in_doubt': {
+      const detail = claim.record.detail ?? 'effect unknown';
+      const cause = claim.leaseExpiredNow ? 'lease_expired' : 'found_in_doubt';
+      emitCallEvent({ event: 'in_doubt', generation: claim.record.generation, cause, detail, ...ref });
+      return { kind: 'in_doubt', generation: claim.record.generation, detail };
+    }
     case 'claimed':
+      emitCallEvent({ event: 'claimed', generation: claim.generation, from: claim.from, ...ref });
       break;
   }
   const { generation } = claim;
@@ -78,31 +87,41 @@ export async function runSettled<Args, Intent, Result>(
 
   // From here on this executor owns (key, generation). Nothing below releases the key on an
   // exception unless the exception proves there was no effect.
-  if (plan.kind === 'failed') return release(store, durable, call.key, generation, plan.detail, actor);
-  if (plan.kind === 'answer') return finish(store, durable, call.key, generation, plan.result, actor);
+  if (plan.kind === 'failed') return release(store, durable, ref, generation, plan.detail, actor);
+  if (plan.kind === 'answer') return finish(store, durable, ref, generation, plan.result, actor);
   await failpoint('settled.after_claim');
 
-  const lease = new LeaseKeeper(store, call.key, generation, options, claimSentAt);
+  const lease = new LeaseKeeper(store, ref, generation, options, claimSentAt);
+  const intent = plan.intent;
+  // Once this executor recorded the outcome itself, what the tool kept for a probe can go.
+  const recorded = () =>
+    tool.afterSettled?.(call.args, intent, { key: call.key, generation }).catch((err: unknown) => {
+      console.warn(`settle: clean-up after ${call.tool} ${call.key.slice(0, 8)}… failed: ${message(err)}`);
+    });
   let result: Result;
   try {
-    result = await tool.execute(call.args, plan.intent, env, {
+    result = await tool.execute(call.args, intent, env, {
+      key: call.key,
       generation,
       assertLeaseHeld: () => lease.assertHeld(),
     });
   } catch (err) {
     lease.stop();
     if (err instanceof NoEffect) {
-      return release(store, durable, call.key, generation, `${err.name}: ${err.message}`, actor);
+      return release(store, durable, ref, generation, `${err.name}: ${err.message}`, actor, recorded);
     }
     const detail = `execution ended with an exception, effect unknown: ${message(err)}`;
     const marked = await durable('mark in doubt', () => store.markInDoubt(call.key, generation, detail, actor));
-    if (marked.ok) return { kind: 'in_doubt', generation, detail };
+    if (marked.ok) {
+      emitCallEvent({ event: 'in_doubt', generation, cause: 'exception', detail, ...ref });
+      return { kind: 'in_doubt', generation, detail };
+    }
     return outcomeOf(await durable('read the record', () => store.get(call.key)));
   }
   lease.stop();
   // The effect happened and only this process knows its result: record it, however long the
   // database takes to come back (fenced by generation; a late completion settles an IN_DOUBT).
-  return finish(store, durable, call.key, generation, result, actor);
+  return finish(store, durable, ref, generation, result, actor, recorded);
 }
 
 type Durable = <T>(what: string, write: () => Promise<T>) => Promise<T>;
@@ -147,20 +166,29 @@ export async function applyProbe<Result>(
     verdict.verdict === 'applied'
       ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: verdict.result }, actor, verdict.detail)
       : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, actor, verdict.detail);
-  if (write.ok) return { state: write.record.state, applied: true };
+  if (write.ok) {
+    emitCallEvent({ event: 'settled', key: record.key, generation: record.generation, by: 'probe', state: write.record.state, actor });
+    return { state: write.record.state, applied: true };
+  }
   return { state: write.current?.state ?? 'IN_DOUBT', applied: false };
 }
 
 async function finish<Result>(
   store: EndpointStore,
   durable: Durable,
-  key: string,
+  ref: CallRef,
   generation: number,
   result: Result,
   actor: Actor,
+  onRecorded?: () => Promise<void> | undefined,
 ): Promise<CallOutcome<Result>> {
+  const { key } = ref;
   const done = await durable('complete', () => store.complete(key, generation, result, actor));
-  if (done.ok) return { kind: 'completed', result, replayed: false, generation };
+  if (done.ok) {
+    await onRecorded?.();
+    emitCallEvent({ event: 'completed', generation, ...ref });
+    return { kind: 'completed', result, replayed: false, generation };
+  }
   // Fenced out: someone settled or re-claimed this key while we ran. The record is the truth;
   // the refused write is in the event trail for operators.
   return outcomeOf(await durable('read the record', () => store.get(key)));
@@ -169,13 +197,19 @@ async function finish<Result>(
 async function release<Result>(
   store: EndpointStore,
   durable: Durable,
-  key: string,
+  ref: CallRef,
   generation: number,
   detail: string,
   actor: Actor,
+  onRecorded?: () => Promise<void> | undefined,
 ): Promise<CallOutcome<Result>> {
+  const { key } = ref;
   const released = await durable('release', () => store.releaseNoEffect(key, generation, detail, actor));
-  if (released.ok) return { kind: 'released', generation, detail };
+  if (released.ok) {
+    await onRecorded?.();
+    emitCallEvent({ event: 'released', generation, detail, ...ref });
+    return { kind: 'released', generation, detail };
+  }
   return outcomeOf(await durable('read the record', () => store.get(key)));
 }
 
@@ -203,7 +237,7 @@ class LeaseKeeper {
 
   constructor(
     private readonly store: EndpointStore,
-    private readonly key: string,
+    private readonly ref: CallRef,
     private readonly generation: number,
     private readonly options: RunOptions,
     claimSentAt: number,
@@ -219,13 +253,13 @@ class LeaseKeeper {
     // Once the lease may have lapsed by our own clock, another executor may have taken the call
     // over: never resurrect it, even if the database would still accept the renewal.
     if (sentAt - this.lastRenewalSentAt > this.options.leaseMs - this.marginMs) {
-      this.lost = true;
+      this.lose('lapsed on this worker before it could be renewed');
       return;
     }
     try {
-      const renewed = await this.store.renewLease(this.key, this.generation, this.options.leaseMs);
+      const renewed = await this.store.renewLease(this.ref.key, this.generation, this.options.leaseMs);
       if (!renewed.ok) {
-        this.lost = true;
+        this.lose(`refused: the record is ${renewed.current?.state ?? 'gone'} at generation ${renewed.current?.generation ?? '-'}`);
         return;
       }
       // Measured from when the request was sent: the database lease runs at least that long.
@@ -237,6 +271,11 @@ class LeaseKeeper {
       // the database returns: keep Temporal from handing the call to another worker meanwhile.
       if (isTransientDatabaseError(err)) this.options.heartbeat?.();
     }
+  }
+
+  private lose(reason: string): void {
+    this.lost = true;
+    emitCallEvent({ event: 'lease_renewal_failed', generation: this.generation, reason, ...this.ref });
   }
 
   assertHeld(): void {

@@ -20,6 +20,8 @@ export interface ToolEnv {
 export type Plan<Intent, Result> = { kind: 'proceed'; intent: Intent } | { kind: 'answer'; result: Result };
 
 export interface ExecutionContext {
+  /** The call's idempotency key. */
+  key: string;
   /** The fencing token of this claim; pass it downstream where the resource can check it. */
   generation: number;
   /**
@@ -48,7 +50,18 @@ export interface SettledTool<Args, Intent, Result> {
    * fence a prepared effect that has not happened (so a paused executor cannot apply it after a
    * "not applied" verdict).
    */
-  probe(args: Args, intent: Intent, env: ToolEnv): Promise<ProbeVerdict<Result>>;
+  probe(args: Args, intent: Intent, env: ToolEnv, at?: CallGeneration): Promise<ProbeVerdict<Result>>;
+  /**
+   * Optional, best effort: the executor recorded this execution's outcome itself (completed or
+   * released); the tool may drop what it kept for a probe. Never called after a probe's verdict.
+   */
+  afterSettled?(args: Args, intent: Intent, at: CallGeneration): Promise<void>;
+}
+
+/** One execution of one call: the probe's and the clean-up's address. */
+export interface CallGeneration {
+  key: string;
+  generation: number;
 }
 
 /** The tool proved that its effect did not happen (e.g. a precondition failed before any write). */

@@ -13,6 +13,7 @@
  * - an expired lease turns the record IN_DOUBT on the next claim, atomically;
  * - retention never touches IN_DOUBT (nor IN_FLIGHT).
  */
+import { emitCallEvent } from '../observability/events';
 import { type Kysely, sql } from 'kysely';
 import type { Actor, RecordState } from '../../core/records';
 import type { EndpointEventRow, EndpointRecordRow, SettleDatabase } from './schema';
@@ -295,6 +296,14 @@ export class EndpointStore {
     return row && toRecord(row);
   }
 
+  /** Keys that start with `prefix` (lowercase hex), at most `limit` of them, in key order. */
+  async keysStartingWith(prefix: string, limit = 10): Promise<string[]> {
+    if (!/^[0-9a-f]{1,64}$/.test(prefix))
+      throw new RangeError(`prefix: must be 1 to 64 lowercase hex digits (got ${JSON.stringify(prefix)})`);
+    const rows = await this.db.selectFrom(RECORDS).select('key').where('key', 'like', `${prefix}%`).orderBy('key').limit(limit).execute();
+    return rows.map((r) => r.key);
+  }
+
   async events(key: string): Promise<EndpointEvent[]> {
     const rows = await this.db.selectFrom(EVENTS).selectAll().where('key', '=', key).orderBy('id').execute();
     return rows.map(toEvent);
@@ -357,6 +366,7 @@ export class EndpointStore {
         detail: JSON.stringify({ op, refused: `fenced: generation ${params.generation} no longer holds this record`, current }),
       })
       .execute();
+    emitCallEvent({ event: 'fenced_write', key: params.key, generation: params.generation, op });
     return { ok: false, current };
   }
 

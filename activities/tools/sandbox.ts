@@ -15,6 +15,7 @@
  * operator sets SETTLE_ALLOW_UNSANDBOXED_SHELL=1.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { gatedCommand, openGate } from './start-gate';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -45,6 +46,8 @@ export interface SandboxRequest {
    * allows only the capability's `host:` objects, the sandbox has no network at all (fail closed).
    */
   network: boolean;
+  /** Called once the command is let through its start gate (start-gate.ts; its pid leads the process group). */
+  onStarted?: (pid: number) => void;
 }
 
 export interface SandboxResult {
@@ -132,7 +135,10 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   let launch: Launch;
   let note: string | null = null;
   if (availability.kind === 'bubblewrap') {
+    // The command waits at a start gate (the descriptor after bubblewrap's data files) until the
+    // sandbox is armed to die with this worker (start-gate.ts).
     launch = bubblewrapLaunch(request, limits);
+    launch.args[launch.args.lastIndexOf(request.command)] = gatedCommand(request.command, 3 + launch.files.length);
     if (request.network) note = 'the connect right grants no network yet (no egress proxy): the command ran without network';
   } else {
     if (!unsandboxedAllowed()) {
@@ -142,7 +148,11 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
       );
     }
     console.warn(`settle sandbox: ${ALLOW_UNSANDBOXED}=1: running a shell command WITHOUT a sandbox in ${request.workspace}`);
-    launch = { file: '/bin/bash', args: ['-c', `${ulimitScript(limits)}; exec /bin/bash -c "$1"`, 'settle', request.command], files: [] };
+    launch = {
+      file: '/bin/bash',
+      args: ['-c', `${ulimitScript(limits)}; exec /bin/bash -c "$1"`, 'settle', gatedCommand(request.command, 3)],
+      files: [],
+    };
     note = `not sandboxed: ${availability.note}; allowed by ${ALLOW_UNSANDBOXED}=1`;
   }
 
@@ -150,7 +160,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     cwd: launch.identity ? '/' : request.workspace,
     env: SCRUBBED_ENV,
     detached: true, // its own process group: the time limit kills every descendant
-    stdio: ['ignore', 'pipe', 'pipe', ...launch.files.map(() => 'pipe' as const)],
+    stdio: ['ignore', 'pipe', 'pipe', ...launch.files.map(() => 'pipe' as const), 'pipe'], // the last: the start gate
     ...(launch.identity && process.getuid?.() === 0 ? launch.identity : {}),
   });
   // bubblewrap copies each synthetic file from its descriptor (3, 4, …) before it starts the command.
@@ -158,6 +168,9 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     const pipe = child.stdio[3 + i] as Writable;
     pipe.on('error', () => {}); // bwrap failed before reading: its own error says why
     pipe.end(content);
+  });
+  const started = openGate(child, 3 + launch.files.length).then((opened) => {
+    if (opened && child.pid !== undefined) request.onStarted?.(child.pid);
   });
   const stdout = new BoundedBuffer(MAX_OUTPUT_BYTES);
   const stderr = new BoundedBuffer(MAX_OUTPUT_BYTES);
@@ -177,6 +190,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   }).finally(() => clearTimeout(timer));
   // Whatever the command left running in its group (daemonised children) goes too.
   killGroup(child.pid!);
+  await started;
 
   return {
     stdout: stdout.text(),

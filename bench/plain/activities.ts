@@ -12,7 +12,7 @@ export const plainActivities = {
     const args = { ...input.edit, allow_multiple: false };
     const plan = await fileEdit.plan(args, env);
     if (plan.kind === 'answer') return plan.result.error ?? plan.result.output;
-    const result = await fileEdit.execute(args, plan.intent, env, { generation: 1, assertLeaseHeld: () => {} });
+    const result = await fileEdit.execute(args, plan.intent, env, { key: 'plain', generation: 1, assertLeaseHeld: () => {} });
     return result.output;
   },
 };

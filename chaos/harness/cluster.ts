@@ -3,6 +3,7 @@
  * server it may restart (or a shared one it leaves alone), and N settle worker processes it may
  * kill, pause and replace. Every fault is recorded with its time, for the recovery figures.
  */
+import path from 'node:path';
 import { PostgresServer } from '../infra/postgres-server';
 import { TemporalServer } from '../infra/temporal-server';
 import { WorkerProcess } from '../infra/worker-process';
@@ -79,6 +80,8 @@ export class Cluster {
       workflowBundlePath: this.options.workflowBundlePath,
       failpoints: this.options.failpoints ?? '',
       maxOutput: 16 * 1024,
+      // One root of shell run markers for the cluster's workers (one host), under the scenario's directory.
+      env: { SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs') },
       ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
     });
     this.workers.push(worker);

@@ -275,9 +275,12 @@ function summarize(
   };
 }
 
-/** A call settle can settle by itself after a fault: a file edit (its probe reads the file). */
+/**
+ * A call settle settled by itself after a fault — its executor, or a probe from the facts (a file
+ * edit's file hash, a shell command's run markers) — rather than an operator.
+ */
 function probeable(r: Recovery): boolean {
-  return r.tool === 'file_edit';
+  return r.by !== 'operator';
 }
 
 function stats(recovered: Recovery[]): Stats {

@@ -35,4 +35,9 @@ export interface BashExecuteIntent {
   cwd: string;
   sandbox: 'bubblewrap' | 'none';
   network: boolean;
+  /**
+   * Where the executing worker keeps the run markers (docs/design.md#shell-run-markers): its
+   * root directory and that root's id. Absent in intents recorded before markers existed.
+   */
+  runs?: { root: string; id: string };
 }

@@ -35,19 +35,28 @@ export const LEVEL_OF: Record<SideEffectAnnotation, SideEffectLevel> = {
   destructive: 'A3',
 };
 
+/**
+ * Whether a reconciliation probe can tell if an in-doubt call of this tool took effect
+ * (docs/design.md#probes): `true`, `false`, or decided per call from its validated arguments.
+ * A call whose tool declares no probe waits for an operator at once and is never re-probed.
+ */
+export type ProbeSupport = boolean | ((args: Record<string, unknown>) => boolean);
+
 export interface CatalogEntry {
   name: string;
   annotation: SideEffectAnnotation;
   level: SideEffectLevel;
+  probe: ProbeSupport;
   args: z.ZodType;
 }
 
 /** `args` is built on first use: workflow code pays only for the tools a trajectory calls. */
-function entry<N extends string>(name: N, annotation: SideEffectAnnotation, args: () => z.ZodType) {
+function entry<N extends string>(name: N, annotation: SideEffectAnnotation, probe: ProbeSupport, args: () => z.ZodType) {
   return {
     name,
     annotation,
     level: LEVEL_OF[annotation],
+    probe,
     get args(): z.ZodType {
       return args();
     },
@@ -55,16 +64,26 @@ function entry<N extends string>(name: N, annotation: SideEffectAnnotation, args
 }
 
 export const CATALOG = {
-  [BASH_EXECUTE]: entry(BASH_EXECUTE, 'reversible', bashExecuteArgs),
-  [FILE_VIEW]: entry(FILE_VIEW, 'read-only', fileViewArgs),
-  [FILE_EDIT]: entry(FILE_EDIT, 'reversible', fileEditArgs),
-  [GREP_SEARCH]: entry(GREP_SEARCH, 'read-only', grepSearchArgs),
+  // Probed by the run markers the worker keeps (docs/design.md#shell-run-markers): not started →
+  // not executed, exited → completed with its recorded output, started and not exited → unknown.
+  [BASH_EXECUTE]: entry(BASH_EXECUTE, 'reversible', true, bashExecuteArgs),
+  [FILE_VIEW]: entry(FILE_VIEW, 'read-only', false, fileViewArgs),
+  // Intent and probe by SHA-256 of the file before and after.
+  [FILE_EDIT]: entry(FILE_EDIT, 'reversible', true, fileEditArgs),
+  [GREP_SEARCH]: entry(GREP_SEARCH, 'read-only', false, grepSearchArgs),
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ToolName = keyof typeof CATALOG;
 
 export function isToolName(name: string): name is ToolName {
   return Object.prototype.hasOwnProperty.call(CATALOG, name);
+}
+
+/** Whether an in-doubt call of `tool` with these (validated) arguments can be settled by a probe. */
+export function declaresProbe(tool: string, args: Record<string, unknown>): boolean {
+  if (!isToolName(tool)) return false;
+  const probe: ProbeSupport = CATALOG[tool].probe;
+  return typeof probe === 'function' ? probe(args) : probe;
 }
 
 /** The level a tool runs at in a trajectory: the catalog's, or a higher override (never lower). */

@@ -95,9 +95,12 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       const b = startWorker(taskQueue, 'bash_execute.after_run=kill');
       await waitingForOperator(handle, key, 1);
       // The operator (wrongly) says generation 1 did not run: generation 2 runs it on B, and B dies too.
-      const wrong = runSettle(['resolve', key, '--as', 'not-applied', '--operator', 'carol', '--reason', 'no trace in the deploy log'], {
-        env: cliEnv,
-      });
+      const wrong = await runSettle(
+        ['resolve', key, '--as', 'not-applied', '--operator', 'carol', '--reason', 'no trace in the deploy log'],
+        {
+          env: cliEnv,
+        },
+      );
       expect(wrong.stderr).toBe('');
       expect(wrong.code).toBe(0);
       expect((await b.exited).signal).toBe('SIGKILL');
@@ -112,9 +115,12 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       expect(description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS)).toBe('waiting_operator');
       expect(description.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(1);
 
-      const right = runSettle(['resolve', key, '--as', 'applied', '--operator', 'dave', '--reason', 'deploy.log shows the second run'], {
-        env: cliEnv,
-      });
+      const right = await runSettle(
+        ['resolve', key, '--as', 'applied', '--operator', 'dave', '--reason', 'deploy.log shows the second run'],
+        {
+          env: cliEnv,
+        },
+      );
       expect(right.stderr).toBe('');
       expect(right.code).toBe(0);
       const result = (await handle.result()) as TrajectoryResult;
@@ -141,7 +147,7 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       await expect(handle.result()).rejects.toThrow();
       expect((await handle.describe()).status.name).toBe('CANCELLED');
 
-      const cli = runSettle(['resolve', key, '--as', 'applied', '--operator', 'erin', '--reason', 'deploy.log has the run'], {
+      const cli = await runSettle(['resolve', key, '--as', 'applied', '--operator', 'erin', '--reason', 'deploy.log has the run'], {
         env: cliEnv,
       });
       expect(cli.stderr).toBe('');
@@ -158,7 +164,7 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       expect(fs.readFileSync(log, 'utf8')).toBe('run\n');
 
       // A second verdict finds nothing to settle, and says so.
-      const again = runSettle(['resolve', key, '--as', 'not-applied', '--operator', 'erin', '--reason', 'again'], { env: cliEnv });
+      const again = await runSettle(['resolve', key, '--as', 'not-applied', '--operator', 'erin', '--reason', 'again'], { env: cliEnv });
       expect(again.code).toBe(2);
       expect(again.stderr).toMatch(/the record is COMPLETED, not IN_DOUBT/);
     } finally {

@@ -59,7 +59,12 @@ interface Scenario {
 }
 
 async function crashScenario(
-  failpoint: 'file_edit.before_rename' | 'file_edit.after_rename' | 'bash_execute.after_run',
+  failpoint:
+    | 'file_edit.before_rename'
+    | 'file_edit.after_rename'
+    | 'bash_execute.after_lease_check'
+    | 'bash_execute.after_start'
+    | 'bash_execute.after_run',
   scenario: Scenario & { call?: (file: string) => { call_id: string; tool: string; args: Record<string, unknown> } } = {},
 ) {
   const workspace = tempWorkspace('chaos');
@@ -178,34 +183,100 @@ describe('worker killed mid-effect', () => {
   });
 });
 
-describe('shell command killed mid-call', () => {
-  it('cannot be probed, so an operator settles it with `settle resolve`; the record keeps who and why', async () => {
-    const { result, file, events, record } = await crashScenario('bash_execute.after_run', {
-      call: (f) => ({ call_id: 'deploy', tool: 'bash_execute', args: { command: `echo deployed >> ${path.basename(f)}.log` } }),
-      whileRunning: async (handle, key) => {
-        await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator');
-        const cli = spawnSync(
-          process.execPath,
-          [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'deploy log shows the release went out'],
-          { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') } },
-        );
-        expect(cli.stderr).toBe('');
-        expect(cli.status).toBe(0);
-        expect(cli.stdout).toMatch(/: COMPLETED \(settled by operator:bob\)/);
-      },
-    });
-    // The command ran exactly once (in worker A, before it was killed); nobody re-ran it.
+// Two real worker processes start per test: on a loaded 2-core machine that alone takes half a minute.
+describe('shell command killed mid-call (run markers, docs/design.md#shell-run-markers)', { timeout: 150_000 }, () => {
+  const deploy = (f: string) => ({
+    call_id: 'deploy',
+    tool: 'bash_execute',
+    args: { command: `echo deployed >> ${path.basename(f)}.log; echo out` },
+  });
+  const trail = (events: { generation: number; fromState: string; toState: string; actor: string }[]) =>
+    events.map((e) => [e.generation, e.fromState, e.toState, e.actor.split(':')[0]]);
+
+  it('killed before the exec: the probe finds no start marker, settles NOT_EXECUTED, and the command runs once', async () => {
+    const { result, file, events, record } = await crashScenario('bash_execute.after_lease_check', { call: deploy });
     expect(fs.readFileSync(`${file}.log`, 'utf8')).toBe('deployed\n');
-    expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
-    expect(record).toMatchObject({ settledBy: 'operator:bob', settleReason: 'deploy log shows the release went out', generation: 1 });
-    expect(events.map((e) => [e.fromState, e.toState, e.actor])).toEqual([
-      ['UNSEEN', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
-      ['IN_FLIGHT', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
-      ['IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
-      ['IN_DOUBT', 'COMPLETED', 'operator:bob'],
+    expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'executed', observation: { output: 'out\n', exit_status: 0 } });
+    expect(record).toMatchObject({ state: 'COMPLETED', generation: 2 });
+    expect(trail(events)).toEqual([
+      [1, 'UNSEEN', 'IN_FLIGHT', 'worker'],
+      [1, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'], // intent
+      [1, 'IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
+      [1, 'IN_DOUBT', 'NOT_EXECUTED', 'probe'],
+      [2, 'NOT_EXECUTED', 'IN_FLIGHT', 'worker'],
+      [2, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'],
+      [2, 'IN_FLIGHT', 'COMPLETED', 'worker'],
+    ]);
+    expect(events[3]!.detail).toMatchObject({ op: 'settle', reason: expect.stringMatching(/no start marker/) });
+  });
+
+  it('killed after the command exited, before completing: the probe settles COMPLETED with the recorded output, nothing runs again', async () => {
+    const { result, file, events, record } = await crashScenario('bash_execute.after_run', { call: deploy });
+    expect(fs.readFileSync(`${file}.log`, 'utf8')).toBe('deployed\n');
+    expect(result.calls[0]).toMatchObject({
+      tool: 'bash_execute',
+      state: 'COMPLETED',
+      resolution: 'settled_by_probe',
+      observation: { output: 'out\n', error: null, exit_status: 0, truncated: false },
+    });
+    expect(record).toMatchObject({ state: 'COMPLETED', generation: 1, settledBy: 'probe:bash_execute' });
+    expect(trail(events)).toEqual([
+      [1, 'UNSEEN', 'IN_FLIGHT', 'worker'],
+      [1, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'],
+      [1, 'IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
+      [1, 'IN_DOUBT', 'COMPLETED', 'probe'],
     ]);
   });
+
+  it(
+    'killed mid-command: the command dies with its worker, the probe cannot tell what it did, an operator settles it with `settle resolve`',
+    { timeout: 150_000 },
+    async () => {
+      const { result, file, events, record } = await crashScenario('bash_execute.after_start', {
+        call: (f) => ({
+          call_id: 'deploy',
+          tool: 'bash_execute',
+          args: { command: `echo begun >> ${path.basename(f)}.log; sleep 20; echo finished >> ${path.basename(f)}.log` },
+        }),
+        whileRunning: async (handle, key) => {
+          await waitFor(async () => (await handle.describe()).typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator');
+          // The probe said why it could not decide: started, no exit, and no longer running.
+          const probed = (await store.events(key)).length;
+          expect(probed).toBe(3);
+          const described = await handle.describe();
+          expect(described.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(1);
+          const details = await currentDetails(handle);
+          expect(details).toMatch(/started and no exit was recorded: it is not running \(.*\), and its effects may be partial/);
+          const cli = spawnSync(
+            process.execPath,
+            [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'deploy log shows the release went out'],
+            { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') } },
+          );
+          expect(cli.stderr).toBe('');
+          expect(cli.status).toBe(0);
+          expect(cli.stdout).toMatch(/: COMPLETED \(settled by operator:bob\)/);
+        },
+      });
+      // The command died with its worker (it never finished) and nobody ran it again.
+      const log = fs.existsSync(`${file}.log`) ? fs.readFileSync(`${file}.log`, 'utf8') : '';
+      expect(['', 'begun\n']).toContain(log);
+      expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
+      expect(record).toMatchObject({ settledBy: 'operator:bob', settleReason: 'deploy log shows the release went out', generation: 1 });
+      expect(events.map((e) => [e.fromState, e.toState, e.actor])).toEqual([
+        ['UNSEEN', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
+        ['IN_FLIGHT', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
+        ['IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
+        ['IN_DOUBT', 'COMPLETED', 'operator:bob'],
+      ]);
+    },
+  );
 });
+
+/** The trajectory's current details (what `settle status` shows). */
+async function currentDetails(handle: WorkflowHandle): Promise<string> {
+  const metadata = await handle.query<{ currentDetails?: string | null }>('__temporal_workflow_metadata');
+  return metadata.currentDetails ?? '';
+}
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,10 +1,11 @@
 /** `settle cap …` and `settle start/status` as a user runs them: exit codes 0, 2, 3 and one-line errors. */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { runSettle } from '../support/cli';
 import { openTestDb, startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
 import { SettleClient } from '../../client/index';
 import { loadKeyRing } from '../../activities/capability/keyring';
@@ -15,82 +16,85 @@ const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 const KEYS = `k1:${Buffer.alloc(32, 3).toString('base64')}`;
 
 function settle(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, SETTLE_CAP_KEYS: KEYS, ...env } });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return runSettle(args, { env: { SETTLE_CAP_KEYS: KEYS, ...env } });
 }
 
 describe('settle cap', () => {
-  it('mints, checks (0 allowed, 3 denied naming the component), attenuates and shows', () => {
+  it('mints, checks (0 allowed, 3 denied naming the component), attenuates and shows', async () => {
     const dir = tempWorkspace('capcli');
     const root = path.join(dir, 'root.json');
     expect(
-      settle([
-        'cap',
-        'mint',
-        '--audience',
-        't',
-        '--rights',
-        'read,write',
-        '--objects',
-        `path:${dir}`,
-        '--max-cost',
-        '10',
-        '--budget',
-        '100',
-        '--expires-in',
-        '1h',
-        '--out',
-        root,
-      ]).code,
+      (
+        await settle([
+          'cap',
+          'mint',
+          '--audience',
+          't',
+          '--rights',
+          'read,write',
+          '--objects',
+          `path:${dir}`,
+          '--max-cost',
+          '10',
+          '--budget',
+          '100',
+          '--expires-in',
+          '1h',
+          '--out',
+          root,
+        ])
+      ).code,
     ).toBe(0);
     expect(fs.statSync(root).mode & 0o777).toBe(0o600);
 
-    const check = (...extra: string[]) =>
-      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't', ...extra]);
-    expect(check()).toMatchObject({ code: 0, stdout: 'allowed\n' });
-    const denied = settle(['cap', 'check', '--cap', root, '--op', 'exec', '--target', `${dir}/a`, '--cost', '1', '--audience', 't']);
+    const check = async (...extra: string[]) =>
+      await settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't', ...extra]);
+    expect(await check()).toMatchObject({ code: 0, stdout: 'allowed\n' });
+    const denied = await settle(['cap', 'check', '--cap', root, '--op', 'exec', '--target', `${dir}/a`, '--cost', '1', '--audience', 't']);
     expect(denied.code).toBe(3);
     expect(denied.stdout.trim()).toBe('denied (rights): exec is not among read, write');
     expect(
-      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}-x/a`, '--cost', '1', '--audience', 't']).stdout,
+      (await settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}-x/a`, '--cost', '1', '--audience', 't'])).stdout,
     ).toMatch(/^denied \(objects\)/);
     expect(
-      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 'other']).stdout,
+      (await settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 'other'])).stdout,
     ).toMatch(/^denied \(audience\)/);
     // Verified with another key ring: unknown key id.
     expect(
-      settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't'], {
+      await settle(['cap', 'check', '--cap', root, '--op', 'read', '--target', `${dir}/a`, '--cost', '1', '--audience', 't'], {
         SETTLE_CAP_KEYS: `k9:${Buffer.alloc(32, 4).toString('base64')}`,
       }),
     ).toMatchObject({ code: 3, stdout: expect.stringMatching(/^denied \(kid\)/) });
 
     const child = path.join(dir, 'child.json');
     expect(
-      settle(
-        [
-          'cap',
-          'attenuate',
-          '--parent',
-          root,
-          '--audience',
-          't/sub-1',
-          '--rights',
-          'read',
-          '--objects',
-          `path:${dir}/sub`,
-          '--max-cost',
-          '5',
-          '--budget',
-          '10',
-          '--expires-in',
-          '30m',
-          '--out',
-          child,
-        ],
-        { DATABASE_URL: inject('databaseUrl') },
+      (
+        await settle(
+          [
+            'cap',
+            'attenuate',
+            '--parent',
+            root,
+            '--audience',
+            't/sub-1',
+            '--rights',
+            'read',
+            '--objects',
+            `path:${dir}/sub`,
+            '--max-cost',
+            '5',
+            '--budget',
+            '10',
+            '--expires-in',
+            '30m',
+            '--out',
+            child,
+          ],
+          { DATABASE_URL: inject('databaseUrl') },
+        )
       ).code,
     ).toBe(0);
-    const wider = settle(
+    const wider = await settle(
       [
         'cap',
         'attenuate',
@@ -114,14 +118,14 @@ describe('settle cap', () => {
     expect(wider.code).toBe(3);
     expect(wider.stderr.trim()).toBe('settle: attenuation refused (rights): the child asks for exec, which the parent does not hold');
 
-    const shown = JSON.parse(settle(['cap', 'show', child]).stdout);
+    const shown = JSON.parse((await settle(['cap', 'show', child])).stdout);
     expect(shown.body).toMatchObject({ aud: 't/sub-1', depth: 1, rights: ['read'] });
     expect(shown.signature).toBe('valid (key k1)');
   });
 
-  it('rejects bad input with exit 2 and one line', () => {
-    const bad = (args: string[], env: NodeJS.ProcessEnv = {}) => {
-      const r = settle(args, env);
+  it('rejects bad input with exit 2 and one line', async () => {
+    const bad = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
+      const r = await settle(args, env);
       expect(r.code).toBe(2);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       return r.stderr;
@@ -142,11 +146,11 @@ describe('settle cap', () => {
       '--expires-in',
       '1h',
     ];
-    expect(bad(base, { SETTLE_CAP_KEYS: '' })).toMatch(/SETTLE_CAP_KEYS must be set/);
-    expect(bad(base.map((a) => (a === 'read' ? 'fly' : a)))).toMatch(/--rights: each must be one of read, write, exec, connect/);
-    expect(bad(base.map((a) => (a === '1h' ? 'soon' : a)))).toMatch(/--expires-in must be a duration/);
-    expect(bad(base.map((a) => (a === 'path:/ws' ? 'file:/ws' : a)))).toMatch(/--objects/);
-    expect(bad(['cap', 'show', '/nonexistent.json'])).toMatch(/must be a readable JSON capability token/);
+    expect(await bad(base, { SETTLE_CAP_KEYS: '' })).toMatch(/SETTLE_CAP_KEYS must be set/);
+    expect(await bad(base.map((a) => (a === 'read' ? 'fly' : a)))).toMatch(/--rights: each must be one of read, write, exec, connect/);
+    expect(await bad(base.map((a) => (a === '1h' ? 'soon' : a)))).toMatch(/--expires-in must be a duration/);
+    expect(await bad(base.map((a) => (a === 'path:/ws' ? 'file:/ws' : a)))).toMatch(/--objects/);
+    expect(await bad(['cap', 'show', '/nonexistent.json'])).toMatch(/must be a readable JSON capability token/);
   });
 });
 
@@ -185,26 +189,28 @@ describe('settle start / status', () => {
     // A capability issued to another trajectory is refused before anything starts.
     const cap = path.join(ws, 'cap.json');
     expect(
-      settle([
-        'cap',
-        'mint',
-        '--audience',
-        'someone-else',
-        '--rights',
-        'read',
-        '--objects',
-        `path:${ws}`,
-        '--max-cost',
-        '1',
-        '--budget',
-        '5',
-        '--expires-in',
-        '1h',
-        '--out',
-        cap,
-      ]).code,
+      (
+        await settle([
+          'cap',
+          'mint',
+          '--audience',
+          'someone-else',
+          '--rights',
+          'read',
+          '--objects',
+          `path:${ws}`,
+          '--max-cost',
+          '1',
+          '--budget',
+          '5',
+          '--expires-in',
+          '1h',
+          '--out',
+          cap,
+        ])
+      ).code,
     ).toBe(0);
-    const wrongAudience = settle(['start', spec, '--cap', cap], env);
+    const wrongAudience = await settle(['start', spec, '--cap', cap], env);
     expect(wrongAudience.code).toBe(2);
     expect(wrongAudience.stderr.trim()).toBe('settle: spec.capability must be issued to trajectoryId (its body.aud)');
 
@@ -212,12 +218,12 @@ describe('settle start / status', () => {
       spec,
       JSON.stringify({ trajectoryId: id, workspace: ws, turns: [], model: { baseUrl: 'http://127.0.0.1:1/v1', model: 'm', task: 't' } }),
     );
-    const both = settle(['start', spec], env); // rejected before any Temporal call
+    const both = await settle(['start', spec], env); // rejected before any Temporal call
     expect(both.code).toBe(2);
     expect(both.stderr.trim()).toBe('settle: spec.model must not be given together with turns (choose one driver)');
   });
 
-  it('reads the spec as strict I-JSON: a repeated member, a rounded number or invalid UTF-8 exits 2 before anything starts', () => {
+  it('reads the spec as strict I-JSON: a repeated member, a rounded number or invalid UTF-8 exits 2 before anything starts', async () => {
     const ws = tempWorkspace('spec-strict');
     const spec = path.join(ws, 'spec.json');
     const turns = (args: string) =>
@@ -232,7 +238,7 @@ describe('settle start / status', () => {
     ];
     for (const [content, message] of cases) {
       fs.writeFileSync(spec, content);
-      const r = settle(['start', spec], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+      const r = await settle(['start', spec], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
       expect(r.code).toBe(2);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr.trim().startsWith(message)).toBe(true);
@@ -256,26 +262,28 @@ describe('a token from `settle cap attenuate` (issue 12, item 16)', () => {
     const child = path.join(ws, 'child.json');
     const common = ['--max-cost', '2', '--expires-in', '30m'];
     expect(
-      settle([
-        'cap',
-        'mint',
-        '--audience',
-        parentId,
-        '--rights',
-        'read,write',
-        '--objects',
-        `path:${ws}`,
-        '--budget',
-        '20',
-        '--max-cost',
-        '2',
-        '--expires-in',
-        '1h',
-        '--out',
-        root,
-      ]).code,
+      (
+        await settle([
+          'cap',
+          'mint',
+          '--audience',
+          parentId,
+          '--rights',
+          'read,write',
+          '--objects',
+          `path:${ws}`,
+          '--budget',
+          '20',
+          '--max-cost',
+          '2',
+          '--expires-in',
+          '1h',
+          '--out',
+          root,
+        ])
+      ).code,
     ).toBe(0);
-    const attenuated = settle(
+    const attenuated = await settle(
       [
         'cap',
         'attenuate',
@@ -320,7 +328,7 @@ describe('a token from `settle cap attenuate` (issue 12, item 16)', () => {
     }
 
     // Without a database the CLI cannot reserve the budget: it says so instead of printing a token that would always be denied.
-    const noDb = settle(
+    const noDb = await settle(
       [
         'cap',
         'attenuate',

@@ -11,8 +11,8 @@ afterAll(() => db.destroy());
 describe('settle key', () => {
   const argv = ['key', '--trajectory', 't-1', '--turn', '2', '--call-id', 'call_9', '--tool', 'file_edit', '--args'];
 
-  it('prints the key of exactly those args, with no defaults applied', () => {
-    const r = settle([...argv, '{"path":"/ws/a","old_str":"x","new_str":"y"}']);
+  it('prints the key of exactly those args, with no defaults applied', async () => {
+    const r = await settle([...argv, '{"path":"/ws/a","old_str":"x","new_str":"y"}']);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(
       deriveKey({
@@ -25,13 +25,13 @@ describe('settle key', () => {
     );
   });
 
-  it('takes the keyed-mode secret only from the named environment variable', () => {
-    const withSecret = settle([...argv, '{}', '--secret-env', 'MY_KEY'], { env: { MY_KEY: 's3cret' } });
+  it('takes the keyed-mode secret only from the named environment variable', async () => {
+    const withSecret = await settle([...argv, '{}', '--secret-env', 'MY_KEY'], { env: { MY_KEY: 's3cret' } });
     expect(withSecret.code).toBe(0);
     expect(withSecret.stdout.trim()).toBe(
       deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args: {} }, new TextEncoder().encode('s3cret')),
     );
-    const missing = settle([...argv, '{}', '--secret-env', 'NOT_SET_ANYWHERE'], { env: { NOT_SET_ANYWHERE: '' } });
+    const missing = await settle([...argv, '{}', '--secret-env', 'NOT_SET_ANYWHERE'], { env: { NOT_SET_ANYWHERE: '' } });
     expect(missing.code).toBe(2);
     expect(missing.stderr.trim()).toBe('settle: --secret-env: environment variable NOT_SET_ANYWHERE must be set and non-empty');
   });
@@ -46,17 +46,17 @@ describe('settle key', () => {
     [['--args', '{"x":1e-400}'], /^settle: --args \(args\.x\) must be representable as an IEEE 754 double \(1e-400 underflows to 0\)/],
     [['--args', '{"s":"\\ud800"}'], /--args \(args\.s\) must contain no lone surrogate/],
     [['--call-id', ''], /--call-id must be non-empty/],
-  ])('invalid input %j exits 2 with one line naming the argument', (override, message) => {
+  ])('invalid input %j exits 2 with one line naming the argument', async (override, message) => {
     const values: Record<string, string> = { '--trajectory': 't', '--turn': '0', '--call-id': 'c', '--tool': 'file_edit', '--args': '{}' };
     values[override[0]!] = override[1]!;
-    const r = settle(['key', ...Object.entries(values).flat()]);
+    const r = await settle(['key', ...Object.entries(values).flat()]);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(message);
   });
 
-  it('refuses 5,000 levels of nesting with exit 2 and one line, not a stack overflow', () => {
-    const r = settle([
+  it('refuses 5,000 levels of nesting with exit 2 and one line, not a stack overflow', async () => {
+    const r = await settle([
       'key',
       '--trajectory',
       't',
@@ -73,8 +73,8 @@ describe('settle key', () => {
     expect(r.stderr.trim()).toMatch(/^settle: --args \(args\.a(\[0\]){63}\) must nest arrays and objects at most 64 levels deep$/);
   });
 
-  it('a missing required option exits 2', () => {
-    const r = settle(['key', '--trajectory', 't']);
+  it('a missing required option exits 2', async () => {
+    const r = await settle(['key', '--trajectory', 't']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/required option/);
   });
@@ -83,23 +83,23 @@ describe('settle key', () => {
 describe('settle tools', () => {
   it('prints the catalog exactly as published', async () => {
     const { publishedCatalog } = await import('../../core/tools/catalog');
-    const r = settle(['tools', '--json']);
+    const r = await settle(['tools', '--json']);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual(publishedCatalog());
-    const text = settle(['tools']);
+    const text = await settle(['tools']);
     expect(text.stdout).toMatch(/^bash_execute\s+A2\s+\(command: string, timeout_ms\?: integer\)/m);
     expect(text.stdout).toMatch(/^file_view\s+A0/m);
   });
 });
 
 describe('settle canonicalize', () => {
-  it('writes the RFC 8785 form and one newline', () => {
-    const r = settle(['canonicalize'], { input: '{ "b": [1.0, 2e3, "\\u00e9"], "a": {"z": null, "y": true} }' });
+  it('writes the RFC 8785 form and one newline', async () => {
+    const r = await settle(['canonicalize'], { input: '{ "b": [1.0, 2e3, "\\u00e9"], "a": {"z": null, "y": true} }' });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('{"a":{"y":true,"z":null},"b":[1,2000,"é"]}\n');
   });
 
-  it('refuses what would silently change the value: repeated members, rounded numbers, invalid UTF-8, deep nesting (exit 2)', () => {
+  it('refuses what would silently change the value: repeated members, rounded numbers, invalid UTF-8, deep nesting (exit 2)', async () => {
     const cases: [string | Buffer, RegExp][] = [
       ['{"a":1,"a":2}', /^settle: stdin\.a must occur only once in its object/],
       ['[9007199254740993]', /^settle: stdin\[0\] must be an integer from/],
@@ -108,21 +108,21 @@ describe('settle canonicalize', () => {
       ['['.repeat(2000) + ']'.repeat(2000), /^settle: stdin(\[0\]){64} must nest arrays and objects at most 64 levels deep$/],
     ];
     for (const [input, message] of cases) {
-      const r = settle(['canonicalize'], { input });
+      const r = await settle(['canonicalize'], { input });
       expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr.trim()).toMatch(message);
     }
     // 64 levels are fine, and a byte order mark is dropped.
-    expect(settle(['canonicalize'], { input: '\ufeff' + '['.repeat(64) + ']'.repeat(64) }).stdout).toBe(
+    expect((await settle(['canonicalize'], { input: '\ufeff' + '['.repeat(64) + ']'.repeat(64) })).stdout).toBe(
       '['.repeat(64) + ']'.repeat(64) + '\n',
     );
   });
 
-  it('rejects invalid JSON and lone surrogates with exit 2', () => {
-    expect(settle(['canonicalize'], { input: '{nope' })).toMatchObject({ code: 2 });
-    const r = settle(['canonicalize'], { input: '["\\udc00"]' });
+  it('rejects invalid JSON and lone surrogates with exit 2', async () => {
+    expect(await settle(['canonicalize'], { input: '{nope' })).toMatchObject({ code: 2 });
+    const r = await settle(['canonicalize'], { input: '["\\udc00"]' });
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toMatch(/^settle: stdin\[0\] must contain no lone surrogate/);
   });
@@ -137,25 +137,25 @@ describe('settle records / show', () => {
     await store.markInDoubt(key, 1, 'worker crashed', 'worker:cli-test');
     const env = { DATABASE_URL: inject('databaseUrl') };
 
-    const list = settle(['records', '--state', 'IN_DOUBT', '--trajectory', trajectoryId, '--json'], { env });
+    const list = await settle(['records', '--state', 'IN_DOUBT', '--trajectory', trajectoryId, '--json'], { env });
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toMatchObject([{ key, state: 'IN_DOUBT', generation: 1 }]);
-    const table = settle(['records', '--trajectory', trajectoryId], { env });
+    const table = await settle(['records', '--trajectory', trajectoryId], { env });
     expect(table.stdout).toContain(key.slice(0, 16));
 
-    const show = settle(['show', key], { env });
+    const show = await settle(['show', key], { env });
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(/state\s+IN_DOUBT/);
     expect(show.stdout).toMatch(/UNSEEN → IN_FLIGHT\s+by worker:cli-test/);
     expect(show.stdout).toMatch(/IN_FLIGHT → IN_DOUBT\s+by worker:cli-test/);
   });
 
-  it('rejects a bad state, a malformed key, an unknown key, and a missing database with exit 2', () => {
+  it('rejects a bad state, a malformed key, an unknown key, and a missing database with exit 2', async () => {
     const env = { DATABASE_URL: inject('databaseUrl') };
-    expect(settle(['records', '--state', 'DONE'], { env })).toMatchObject({ code: 2 });
-    expect(settle(['show', 'abc'], { env }).stderr.trim()).toBe('settle: KEY: must be 64 lowercase hex digits (got "abc")');
-    expect(settle(['show', 'f'.repeat(64)], { env }).stderr).toMatch(/no endpoint record/);
-    const noDb = settle(['records'], { env: { DATABASE_URL: '' } });
+    expect(await settle(['records', '--state', 'DONE'], { env })).toMatchObject({ code: 2 });
+    expect((await settle(['show', 'abc'], { env })).stderr.trim()).toBe('settle: KEY: must be 64 lowercase hex digits (got "abc")');
+    expect((await settle(['show', 'f'.repeat(64)], { env })).stderr).toMatch(/no endpoint record/);
+    const noDb = await settle(['records'], { env: { DATABASE_URL: '' } });
     expect(noDb.code).toBe(2);
     expect(noDb.stderr).toMatch(/DATABASE_URL: must be set/);
   });

@@ -105,8 +105,8 @@ describe('item 14: files holding secrets are owner-only', () => {
 });
 
 describe('item 17: an absurd --limit', () => {
-  it('exits 2 naming the argument, before any database call', () => {
-    const r = runSettle(['records', '--limit', '99999999999999999999'], { env: { DATABASE_URL: inject('databaseUrl') } });
+  it('exits 2 naming the argument, before any database call', async () => {
+    const r = await runSettle(['records', '--limit', '99999999999999999999'], { env: { DATABASE_URL: inject('databaseUrl') } });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--limit must be an integer from 1 to 1000000/);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
@@ -120,7 +120,7 @@ describe('item 18: the child id namespace is reserved', () => {
     );
     const spec = path.join(tempWorkspace('reserved'), 'spec.json');
     fs.writeFileSync(spec, JSON.stringify({ trajectoryId: 'x/sub-1', workspace: path.dirname(spec) }));
-    const r = runSettle(['start', spec], { env: { TEMPORAL_ADDRESS: '127.0.0.1:1' } });
+    const r = await runSettle(['start', spec], { env: { TEMPORAL_ADDRESS: '127.0.0.1:1' } });
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe('settle: spec.trajectoryId must not contain "/sub-" (reserved for sub-agents, <parent>/sub-<n>)');
   });

@@ -3,12 +3,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bashExecute } from '../../activities/tools/bash-execute';
 import { sandboxAvailability, MAX_OUTPUT_BYTES } from '../../activities/tools/sandbox';
 import { runSettled, applyProbe } from '../../activities/settled/run-settled';
 import { deriveKey } from '../../core/key';
-import type { BashExecuteArgs } from '../../core/tools/bash-execute';
+import type { BashExecuteArgs, BashExecuteIntent } from '../../core/tools/bash-execute';
+import { NoEffect } from '../../activities/settled/settled-tool';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
 
 const db = openTestDb(2);
@@ -21,7 +23,7 @@ async function run(command: string, opts: { timeout_ms?: number; network?: boole
   const env = { workspace, network: opts.network ?? false };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
-  const obs = await bashExecute.execute(args, plan.intent, env, { generation: 1, assertLeaseHeld: () => {} });
+  const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('bash'), generation: 1, assertLeaseHeld: () => {} });
   return { obs, workspace, intent: plan.intent };
 }
 
@@ -100,31 +102,150 @@ describe('bash_execute', () => {
     });
   });
 
-  it('an in-doubt shell call is never guessed: the probe says unknown', async () => {
-    const workspace = tempWorkspace('bash');
-    const trajectoryId = uniqueId('bash');
-    const args: BashExecuteArgs = { command: 'echo deploy >> log.txt', timeout_ms: 5000 };
-    const call = {
-      key: deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args }),
-      trajectoryId,
-      turn: 0,
-      callId: 'c',
-      tool: 'bash_execute',
-      args,
-    };
-    // The executor dies mid-command: simulate by claiming, recording intent and marking in doubt.
-    await store.claim(call, { leaseMs: 60_000, holder: 'dead' });
-    const plan = await bashExecute.plan(args, { workspace });
-    if (plan.kind !== 'proceed') throw new Error('expected proceed');
-    await store.recordIntent(call.key, 1, plan.intent, 'worker:dead');
-    await store.markInDoubt(call.key, 1, 'worker died', 'worker:dead');
+  describe('a worker killed with SIGKILL takes its command along', () => {
+    const FIXTURE = fileURLToPath(new URL('./die-with-worker.fixture.ts', import.meta.url));
 
-    const record = (await store.get(call.key))!;
-    const verdict = await bashExecute.probe(args, record.intent as never, { workspace });
-    expect(verdict).toMatchObject({ verdict: 'unknown', detail: expect.stringMatching(/operator must settle it/) });
-    expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false });
-    // And a repeat is refused while it is in doubt.
-    expect((await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' })).kind).toBe('in_doubt');
-    expect(fs.existsSync(path.join(workspace, 'log.txt'))).toBe(false);
+    /** Runs the command in a stand-in worker that kills itself at `mode`; returns the log once the command's processes are gone. */
+    async function killedWorker(mode: 'spawn' | 'started') {
+      const workspace = tempWorkspace('bash');
+      const tag = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
+      const command = `echo begun >> log.txt; sleep 1.${tag}; echo finished >> log.txt`;
+      const worker = spawnSync(process.execPath, ['--import', 'tsx', FIXTURE, mode, workspace, command], { encoding: 'utf8' });
+      expect(worker.signal).toBe('SIGKILL');
+      // Until nothing of the command is left (an orphaned sandbox would sleep, then write "finished").
+      while (spawnSync('pgrep', ['-f', `sleep 1.${tag}`]).status === 0) await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100));
+      const log = path.join(workspace, 'log.txt');
+      return fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '';
+    }
+
+    it('killed the instant the sandbox is spawned, before bubblewrap armed --die-with-parent: the command never runs', async () => {
+      // A race without the start gate (an orphaned sandbox ran the command about half the time): try it a few times.
+      const logs = [];
+      for (let i = 0; i < 5; i++) logs.push(await killedWorker('spawn'));
+      expect(logs).toEqual(['', '', '', '', '']);
+    });
+
+    it('killed once the command started: the command dies with it and never finishes', async () => {
+      expect(['', 'begun\n']).toContain(await killedWorker('started'));
+    });
+  });
+
+  describe('probe (run markers, docs/design.md#shell-run-markers)', () => {
+    /** A claimed call with its intent recorded, as the executor left it; the test plays the executor. */
+    async function claimed(command: string) {
+      const workspace = tempWorkspace('bash');
+      const trajectoryId = uniqueId('bash');
+      const args: BashExecuteArgs = { command, timeout_ms: 30_000 };
+      const key = deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args });
+      const call = { key, trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args };
+      const plan = await bashExecute.plan(args, { workspace });
+      if (plan.kind !== 'proceed') throw new Error('expected proceed');
+      const claim = await store.claim(call, { leaseMs: 60_000, holder: 'dead', intent: plan.intent });
+      expect(claim.kind).toBe('claimed');
+      const execute = () => bashExecute.execute(args, plan.intent, { workspace }, { key, generation: 1, assertLeaseHeld: () => {} });
+      const inDoubt = async () => {
+        await store.markInDoubt(key, 1, 'worker died', 'worker:dead');
+        const record = (await store.get(key))!;
+        const verdict = await bashExecute.probe(args, record.intent as never, { workspace }, { key, generation: 1 });
+        return { record, verdict };
+      };
+      return { workspace, call, args, execute, inDoubt };
+    }
+
+    it('no start marker: NOT_EXECUTED for certain, and the fence keeps a paused executor from starting it later', async () => {
+      const { workspace, call, args, execute, inDoubt } = await claimed('echo deploy >> log.txt');
+      // The executor recorded its intent and stopped before the start marker.
+      const { record, verdict } = await inDoubt();
+      expect(verdict).toMatchObject({ verdict: 'not_applied', detail: expect.stringMatching(/never started \(fenced now/) });
+      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
+      // Repeatable: the fence answers the same.
+      expect(await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+        verdict: 'not_applied',
+      });
+      // The paused executor resumes: its start marker is refused, nothing runs.
+      await expect(execute()).rejects.toBeInstanceOf(NoEffect);
+      expect(fs.existsSync(path.join(workspace, 'log.txt'))).toBe(false);
+      // The next generation runs it, once.
+      const outcome = await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' });
+      expect(outcome).toMatchObject({ kind: 'completed', generation: 2 });
+      expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('deploy\n');
+    });
+
+    it('an exit marker: COMPLETED with the recorded output and status, nothing runs again', async () => {
+      const { workspace, call, execute, inDoubt } = await claimed('echo deploy >> log.txt; echo out; echo err >&2; exit 4');
+      // The command ran to its end; the executor died before recording the result.
+      const observation = await execute();
+      expect(observation).toEqual({ output: 'out\n', error: 'err\n', exit_status: 4, truncated: false });
+      const { record, verdict } = await inDoubt();
+      expect(verdict).toEqual({ verdict: 'applied', result: observation, detail: expect.stringMatching(/ended with status 4/) });
+      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
+      const again = await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' });
+      expect(again).toMatchObject({ kind: 'completed', replayed: true, result: observation });
+      expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('deploy\n');
+    });
+
+    it('started without an exit: unknown, saying the command still runs; once it ends, COMPLETED', async () => {
+      const { workspace, call, args, execute, inDoubt } = await claimed(
+        'echo begun >> log.txt; while [ ! -e go ]; do sleep 0.05; done; echo ended >> log.txt',
+      );
+      const running = execute();
+      while (!fs.existsSync(path.join(workspace, 'log.txt'))) await new Promise((r) => setTimeout(r, 20));
+      const { record, verdict } = await inDoubt();
+      expect(verdict).toMatchObject({
+        verdict: 'unknown',
+        detail: expect.stringMatching(/started and no exit was recorded: it is still running \(pid \d+\) under its worker, which is alive/),
+      });
+      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false });
+      // While it is in doubt, nobody runs it again.
+      expect((await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' })).kind).toBe('in_doubt');
+      fs.writeFileSync(path.join(workspace, 'go'), '');
+      await running;
+      expect(await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+        verdict: 'applied',
+      });
+      expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('begun\nended\n');
+    });
+
+    it('markers not readable where the probe runs (another root id): unknown, never "not started"', async () => {
+      const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
+      const { record } = await inDoubt();
+      const intent = { ...(record.intent as BashExecuteIntent), runs: { root: tempWorkspace('other-root'), id: 'another-id' } };
+      expect(await bashExecute.probe(args, intent, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+        verdict: 'unknown',
+        detail: expect.stringMatching(/run markers are not readable here/),
+      });
+    });
+
+    it('an intent recorded before run markers existed: unknown, for an operator', async () => {
+      const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
+      const { record } = await inDoubt();
+      const { runs: _runs, ...intent } = record.intent as BashExecuteIntent;
+      expect(await bashExecute.probe(args, intent, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+        verdict: 'unknown',
+        detail: expect.stringMatching(/no run markers were kept/),
+      });
+    });
+
+    it('the executor drops its markers once it recorded the outcome itself', async () => {
+      const workspace = tempWorkspace('bash');
+      const trajectoryId = uniqueId('bash');
+      const args: BashExecuteArgs = { command: 'true', timeout_ms: 30_000 };
+      const key = deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args });
+      const outcome = await runSettled(
+        store,
+        bashExecute,
+        { key, trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args },
+        { workspace },
+        {
+          leaseMs: 5000,
+          holder: 'w1',
+        },
+      );
+      expect(outcome).toMatchObject({ kind: 'completed', replayed: false });
+      const intent = (await store.get(key))!.intent as BashExecuteIntent;
+      expect(fs.existsSync(path.join(intent.runs!.root, key))).toBe(false);
+      expect(fs.existsSync(path.join(intent.runs!.root, 'id'))).toBe(true);
+    });
   });
 });

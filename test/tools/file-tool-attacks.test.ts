@@ -151,6 +151,7 @@ describe('a directory swapped for a symlink after the path check (item 6)', () =
         plan.intent,
         { workspace: ws, network: false },
         {
+          key: 'k',
           generation: 1,
           assertLeaseHeld: () => {},
         },

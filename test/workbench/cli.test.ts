@@ -22,8 +22,8 @@ const db = openTestDb(2);
 afterAll(() => db.destroy());
 
 describe('settle lint', () => {
-  it('exits 1 on source listing 5 and prints one line per finding: severity, rule, tool, pointer, message, fix', () => {
-    const r = settle(['lint', path.join(FIXTURES, 'listing5.json')]);
+  it('exits 1 on source listing 5 and prints one line per finding: severity, rule, tool, pointer, message, fix', async () => {
+    const r = await settle(['lint', path.join(FIXTURES, 'listing5.json')]);
     expect(r.code).toBe(1);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(7);
@@ -34,8 +34,8 @@ describe('settle lint', () => {
     expect(r.stderr.trim()).toBe(`settle lint: 7 errors, 0 warnings in 4 tools (${path.join(FIXTURES, 'listing5.json')})`);
   });
 
-  it('--json prints the findings as one array', () => {
-    const r = settle(['lint', '--json', path.join(FIXTURES, 'listing1.json')]);
+  it('--json prints the findings as one array', async () => {
+    const r = await settle(['lint', '--json', path.join(FIXTURES, 'listing1.json')]);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toEqual([
       expect.objectContaining({ severity: 'error', rule: 'bounded-types', tool: 'file_edit', pointer: '/parameters/properties/old_str' }),
@@ -43,17 +43,17 @@ describe('settle lint', () => {
     ]);
   });
 
-  it('exits 0 on our catalog: settle tools --json | settle lint -', () => {
-    const published = settle(['tools', '--json']).stdout;
+  it('exits 0 on our catalog: settle tools --json | settle lint -', async () => {
+    const published = (await settle(['tools', '--json'])).stdout;
     expect(JSON.parse(published)).toEqual(publishedCatalog());
-    const r = settle(['lint', '-'], { input: published });
+    const r = await settle(['lint', '-'], { input: published });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr.trim()).toBe('settle lint: no findings in 4 tools (stdin)');
-    expect(settle(['lint', '--json', '-'], { input: published }).stdout.trim()).toBe('[]');
+    expect((await settle(['lint', '--json', '-'], { input: published })).stdout.trim()).toBe('[]');
   });
 
-  it('exits 0 when only warnings are found', () => {
+  it('exits 0 when only warnings are found', async () => {
     const writer = [
       {
         name: 'write_file',
@@ -66,7 +66,7 @@ describe('settle lint', () => {
         },
       },
     ];
-    const r = settle(['lint', '-'], { input: JSON.stringify(writer) });
+    const r = await settle(['lint', '-'], { input: JSON.stringify(writer) });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^warning whole-file-rewrite +write_file {2}\/0\/parameters\/properties\/content /);
   });
@@ -86,18 +86,18 @@ describe('settle lint', () => {
       /^settle: --mcp must start an MCP server .*its stderr: no config\)$/,
     ],
     [['lint', '--mcp', 'node "unclosed'], '', /^settle: --mcp must close its " quote$/],
-  ])('%j exits 2 with one line', (args, input, message) => {
-    const r = settle(args, { input });
+  ])('%j exits 2 with one line', async (args, input, message) => {
+    const r = await settle(args, { input });
     expect(r.code).toBe(2);
     expect(oneLine(r.stderr)).toMatch(message);
     expect(r.stdout).toBe('');
   });
 
-  it('refuses a document nested past the limit with exit 2 and one line, at 650, 1,300 and 100,000 levels', () => {
+  it('refuses a document nested past the limit with exit 2 and one line, at 650, 1,300 and 100,000 levels', async () => {
     for (const levels of [70, 650, 1300, 100_000]) {
       let schema = '{"type": "string", "maxLength": 4}';
       schema = '{"type": "array", "maxItems": 2, "items": '.repeat(levels) + schema + '}'.repeat(levels);
-      const r = settle(['lint', '-'], { input: `[{"name": "t", "parameters": ${schema}}]` });
+      const r = await settle(['lint', '-'], { input: `[{"name": "t", "parameters": ${schema}}]` });
       expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
       expect(oneLine(r.stderr)).toMatch(
@@ -108,9 +108,9 @@ describe('settle lint', () => {
     }
   });
 
-  it('names the provider built-in tools it skipped', () => {
+  it('names the provider built-in tools it skipped', async () => {
     const doc = [{ type: 'text_editor_20250124', name: 'str_replace_editor' }, { type: 'web_search_preview' }];
-    const r = settle(['lint', '-'], { input: JSON.stringify(doc) });
+    const r = await settle(['lint', '-'], { input: JSON.stringify(doc) });
     expect(r.code).toBe(0);
     expect(r.stderr.trim().split('\n')).toEqual([
       'settle lint: skipped str_replace_editor (/0): provider built-in tool (type "text_editor_20250124"): its arguments are defined by the provider',
@@ -119,10 +119,10 @@ describe('settle lint', () => {
     ]);
   });
 
-  it('--mcp lints a real MCP server (server-filesystem over stdio) end to end', () => {
+  it('--mcp lints a real MCP server (server-filesystem over stdio) end to end', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-mcp-'));
     try {
-      const r = settle(['lint', '--json', '--mcp', `"${process.execPath}" "${FS_SERVER}" "${dir}"`]);
+      const r = await settle(['lint', '--json', '--mcp', `"${process.execPath}" "${FS_SERVER}" "${dir}"`]);
       expect(r.code).toBe(1);
       const findings = JSON.parse(r.stdout) as { severity: string; rule: string; tool: string; pointer: string }[];
       const of = (tool: string) =>
@@ -164,7 +164,7 @@ describe('settle stats / breakeven', () => {
         issue: turn < 2 ? { field: 'args.path', rule: 'be present' } : null,
       });
     }
-    const json = settle(['stats', '--json', '--since', '1h'], { env });
+    const json = await settle(['stats', '--json', '--since', '1h'], { env });
     expect(json.code).toBe(0);
     expect((JSON.parse(json.stdout) as { tool: string }[]).find((r) => r.tool === tool)).toEqual({
       tool,
@@ -172,7 +172,7 @@ describe('settle stats / breakeven', () => {
       malformed: 2,
       rate: 0.25,
     });
-    const table = settle(['stats'], { env });
+    const table = await settle(['stats'], { env });
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^tool +calls +malformed +rate$/m);
     expect(table.stdout).toMatch(new RegExp(`^${tool} +8 +2 +25\\.00 %$`, 'm'));
@@ -180,7 +180,7 @@ describe('settle stats / breakeven', () => {
   });
 
   it("breakeven prints p_break as a fraction and a percentage, and compares a tool's measured rate", async () => {
-    const r = settle(['breakeven', '--gen-tokens', '80', '--mask-ms', '0.5', '--repair-ms', '1800']);
+    const r = await settle(['breakeven', '--gen-tokens', '80', '--mask-ms', '0.5', '--repair-ms', '1800']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('p_break = L_gen · t_mask / T_repair = 80 × 0.5 ms / 1800 ms = 0.02222 (2.22 %)');
 
@@ -198,16 +198,16 @@ describe('settle stats / breakeven', () => {
       await stats.recordProposedCall({ trajectoryId, turn, callId: 'b', tool: rarely, issue: null }); // 0 %
     }
     const argv = ['breakeven', '--gen-tokens', '80', '--mask-ms', '0.5', '--repair-ms', '1800', '--tool'];
-    const pays = settle([...argv, often], { env });
+    const pays = await settle([...argv, often], { env });
     expect(pays.code).toBe(0);
     expect(pays.stdout).toContain(`${often}: measured malformed rate 1/20 = 5.00 % (all time) > 2.22 %: constrained decoding pays off`);
-    const doesNot = settle([...argv, rarely, '--since', '7d', '--json'], { env });
+    const doesNot = await settle([...argv, rarely, '--since', '7d', '--json'], { env });
     expect(JSON.parse(doesNot.stdout)).toMatchObject({
       pBreak: (80 * 0.5) / 1800,
       measured: { tool: rarely, calls: 20, malformed: 0, rate: 0, window: 'last 7d' },
       constrainedDecodingPaysOff: false,
     });
-    const unknown = settle([...argv, uniqueId('never')], { env });
+    const unknown = await settle([...argv, uniqueId('never')], { env });
     expect(unknown.code).toBe(2);
     expect(oneLine(unknown.stderr)).toMatch(
       /^settle: --tool must name a tool with recorded calls \(none for "never-[0-9a-f]+", all time\)$/,
@@ -222,22 +222,22 @@ describe('settle stats / breakeven', () => {
     [['breakeven', '--gen-tokens', '80', '--mask-ms', '0.5', '--repair-ms', '0'], /--repair-ms must be a decimal number > 0/],
     [['breakeven', '--gen-tokens', '80', '--mask-ms', 'abc', '--repair-ms', '1'], /--mask-ms must be a decimal number/],
     [['breakeven', '--gen-tokens', '80', '--mask-ms', '0.5'], /required option '--repair-ms <ms>' not specified/],
-  ])('%j exits 2 with one line naming the flag', (args, message) => {
-    const r = settle(args, { env });
+  ])('%j exits 2 with one line naming the flag', async (args, message) => {
+    const r = await settle(args, { env });
     expect(r.code).toBe(2);
     expect(oneLine(r.stderr)).toMatch(message);
   });
 
-  it('stats without a database exits 2 naming DATABASE_URL', () => {
-    const r = settle(['stats'], { env: { DATABASE_URL: '' } });
+  it('stats without a database exits 2 naming DATABASE_URL', async () => {
+    const r = await settle(['stats'], { env: { DATABASE_URL: '' } });
     expect(r.code).toBe(2);
     expect(oneLine(r.stderr)).toBe('settle: DATABASE_URL must be set (or run `settle dev`, whose settings the CLI then finds)');
   });
 });
 
 describe('settle cost', () => {
-  it('counts our catalog against source listing 5 with o200k_base: K, mean S, per turn, per trajectory, difference', () => {
-    const r = settle(['cost', '--turns', '40', '--vs', path.join(FIXTURES, 'listing5.json'), '--json']);
+  it('counts our catalog against source listing 5 with o200k_base: K, mean S, per turn, per trajectory, difference', async () => {
+    const r = await settle(['cost', '--turns', '40', '--vs', path.join(FIXTURES, 'listing5.json'), '--json']);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.encoding).toBe('o200k_base');
@@ -260,8 +260,8 @@ describe('settle cost', () => {
     expect(out.comparison.fractionLess).toBeCloseTo((15_520 - ours.perTrajectory) / 15_520, 12);
   });
 
-  it('prints the same as text, naming the encoding and what was counted', () => {
-    const r = settle(['cost', '--catalog', path.join(FIXTURES, 'listing5.json'), '--turns', '40']);
+  it('prints the same as text, naming the encoding and what was counted', async () => {
+    const r = await settle(['cost', '--catalog', path.join(FIXTURES, 'listing5.json'), '--turns', '40']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("tokens: o200k_base (js-tiktoken) over each definition's compact JSON text (JSON.stringify) as published");
     expect(r.stdout).toContain('K = 4 tools, mean S = 97 tokens');
@@ -274,8 +274,8 @@ describe('settle cost', () => {
     [['cost'], /required option '--turns <n>' not specified/],
     [['cost', '--turns', '40', '--catalog', '/nonexistent.json'], /^settle: --catalog \/nonexistent.json must be a readable file/],
     [['cost', '--turns', '40', '--vs', '-'], /^settle: stdin must be valid JSON/],
-  ])('%j exits 2 with one line', (args, message) => {
-    const r = settle(args, { input: 'not json' });
+  ])('%j exits 2 with one line', async (args, message) => {
+    const r = await settle(args, { input: 'not json' });
     expect(r.code).toBe(2);
     expect(oneLine(r.stderr)).toMatch(message);
   });

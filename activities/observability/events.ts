@@ -1,0 +1,57 @@
+/**
+ * Call events: what happens to a call's endpoint record, as the worker sees it. Emitted by the
+ * settled runner, the store and the activities; turned into Prometheus counters (metrics.ts) and
+ * JSON log lines (log.ts) by whoever subscribes. Nobody subscribed (tests in-process): free.
+ */
+
+/** Which call an event is about: every line about a call carries all of it. */
+export interface CallRef {
+  trajectoryId: string;
+  turn: number;
+  callId: string;
+  key: string;
+  tool: string;
+}
+
+export type InDoubtCause =
+  /** The execution threw: the effect is unknown. */
+  | 'exception'
+  /** A claimer found the holder's lease expired (a dead or paused worker). */
+  | 'lease_expired';
+
+export type CallEvent =
+  | ({ event: 'claimed'; generation: number; from: 'UNSEEN' | 'NOT_EXECUTED' } & CallRef)
+  | ({ event: 'replayed'; generation: number } & CallRef)
+  | ({ event: 'busy'; generation: number } & CallRef)
+  | ({ event: 'in_doubt'; generation: number; cause: InDoubtCause | 'found_in_doubt'; detail: string } & CallRef)
+  | ({ event: 'released'; generation: number; detail: string } & CallRef)
+  | ({ event: 'completed'; generation: number } & CallRef)
+  | ({ event: 'lease_renewal_failed'; generation: number; reason: string } & CallRef)
+  | ({ event: 'capability_denied'; component: string; reason: string } & Omit<CallRef, 'key'> & { key: string | null })
+  | { event: 'malformed_call'; trajectoryId: string; turn: number; callId: string; tool: string; field: string; rule: string }
+  /** A write fenced out: its (key, generation) no longer holds the record. */
+  | { event: 'fenced_write'; key: string; generation: number; op: string }
+  /** An IN_DOUBT record settled. */
+  | { event: 'settled'; key: string; generation: number; by: 'probe' | 'operator'; state: string; actor: string };
+
+type Sink = (e: CallEvent) => void;
+const sinks: Sink[] = [];
+
+/** Subscribes a sink for the life of the process; returns the unsubscribe function. */
+export function onCallEvent(sink: Sink): () => void {
+  sinks.push(sink);
+  return () => {
+    const i = sinks.indexOf(sink);
+    if (i >= 0) sinks.splice(i, 1);
+  };
+}
+
+export function emitCallEvent(e: CallEvent): void {
+  for (const sink of sinks) {
+    try {
+      sink(e);
+    } catch {
+      // Observability must never change what a call does.
+    }
+  }
+}

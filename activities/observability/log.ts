@@ -1,0 +1,35 @@
+/**
+ * Structured logs: one JSON object per line, one line per event. Every line about a call carries
+ * its trajectory id, turn, call id, key and generation, so `grep <key>` or a log query finds the
+ * whole story of a call across workers.
+ */
+import { onCallEvent, type CallEvent } from './events';
+
+export type LogWriter = (line: string) => void;
+
+/** One JSON line: time, level, message, then the fields. */
+export function jsonLine(level: string, msg: string, fields: Record<string, unknown> = {}): string {
+  return JSON.stringify({ ts: new Date().toISOString(), level, msg, ...fields });
+}
+
+const LEVEL: Record<CallEvent['event'], string> = {
+  claimed: 'info',
+  replayed: 'info',
+  busy: 'info',
+  in_doubt: 'warn',
+  released: 'info',
+  completed: 'info',
+  lease_renewal_failed: 'warn',
+  capability_denied: 'warn',
+  malformed_call: 'info',
+  fenced_write: 'warn',
+  settled: 'info',
+};
+
+/** Writes every call event as a JSON line. Returns the unsubscribe function. */
+export function logCallEvents(write: LogWriter = (l) => process.stdout.write(l + '\n')): () => void {
+  return onCallEvent((e) => {
+    const { event, ...fields } = e;
+    write(jsonLine(LEVEL[event], `call ${event}`, { event, ...fields }));
+  });
+}

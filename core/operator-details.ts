@@ -1,0 +1,63 @@
+/**
+ * What the Temporal Web UI shows as a trajectory's current details (and the `waitingFor` query
+ * answers) while it waits for a person. Pure text, no Temporal.
+ *
+ * The UI renders current details as Markdown: outside code, `--as` becomes an en dash and quotes
+ * turn curly, so a pasted command fails. Every command therefore sits in a fenced code block,
+ * one complete command per line (no `a|b` alternatives: a shell would read a pipe), and every
+ * key or path in a code span. The first line is a one-line summary: what waits, the tool and its
+ * target, since when, and the deadline.
+ */
+
+export interface WaitDetails {
+  /** What waits, e.g. "waiting for an operator". */
+  headline: string;
+  tool: string;
+  /** The call's target (path, command, pattern), already shortened. */
+  target: string;
+  key: string;
+  /** Milliseconds since the epoch (workflow time) when the wait began. */
+  sinceMs: number;
+  /** When the wait ends by itself, and what happens then; null: it waits until someone acts. */
+  deadline: { atMs: number; then: string } | null;
+  /** One or two sentences: why it waits and what to check. */
+  explanation: string;
+  /** Complete commands, each copy-pasteable as is. */
+  commands: string[];
+}
+
+export function waitDetails(d: WaitDetails): string {
+  const deadline = d.deadline ? `deadline ${utc(d.deadline.atMs)} (then ${d.deadline.then})` : 'no deadline';
+  const target = d.target ? ` ${codeSpan(d.target)}` : '';
+  // The commands come before the explanation: the UI's details pane shows only the first lines.
+  return [
+    `**${d.headline}** · ${codeSpan(d.tool)}${target} · key ${codeSpan(d.key.slice(0, 16))} · since ${utc(d.sinceMs)} · ${deadline}`,
+    '',
+    '```sh',
+    ...d.commands,
+    '```',
+    '',
+    d.explanation,
+  ].join('\n');
+}
+
+/** A value for a shell command line, quoted only when it needs to be. */
+export function shellWord(value: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** A Markdown code span that survives backticks inside the text. */
+export function codeSpan(text: string): string {
+  const oneLine = text.replace(/\s+/g, ' ');
+  const longest = Math.max(0, ...(oneLine.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = oneLine.startsWith('`') || oneLine.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${oneLine}${pad}${fence}`;
+}
+
+function utc(ms: number): string {
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
+}

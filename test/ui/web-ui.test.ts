@@ -1,0 +1,142 @@
+/**
+ * What an on-call SRE sees in the Temporal Web UI, in a real headless Chromium (Debian's
+ * `chromium`, driven by playwright-core) against the test stack's UI: filter by a settle search
+ * attribute, open a trajectory waiting for an operator, read its summary, key, state and the
+ * unblock command exactly as it must be pasted, settle it with the CLI, see it completed.
+ * Screenshots land in .settle/artifacts/web-ui/ (git-ignored; CI keeps them as artifacts).
+ *
+ * The UI never reaches `networkidle` (it polls), so pages wait for `load` and then for what they
+ * must show. Current details are rendered as Markdown inside an iframe.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+import { SETTLE_DIR } from '../../stack/paths';
+import { SETTLE_BIN } from '../support/cli';
+import { openTestDb, testStore } from '../support/env';
+import { inDoubtShellCall, until, type InDoubtShellCall } from '../support/in-doubt';
+
+const CHROMIUM = process.env.SETTLE_CHROMIUM ?? '/usr/bin/chromium';
+const ARTIFACTS = path.join(SETTLE_DIR, 'artifacts', 'web-ui');
+const db = openTestDb(2);
+const store = testStore(db);
+const cliEnv = { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') };
+let connection: Connection;
+let browser: Browser;
+let call: InDoubtShellCall | undefined;
+
+beforeAll(async () => {
+  // Fail, never skip: CI installs Chromium (.ci/run), and a missing browser must show.
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`Chromium not found at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set SETTLE_CHROMIUM`);
+  }
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  connection = await Connection.connect({ address: inject('temporalAddress') });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await call?.worker.kill();
+  await connection?.close();
+  await db.destroy();
+});
+
+/** The frame (page or iframe) whose text contains `text`, once it shows. */
+async function frameWith(page: Page, text: string, timeoutMs = 60_000): Promise<Frame> {
+  return until(
+    async () => {
+      for (const frame of page.frames()) {
+        const body = await frame
+          .locator('body')
+          .innerText({ timeout: 1_000 })
+          .catch(() => '');
+        if (body.includes(text)) return frame;
+      }
+      return null;
+    },
+    `a frame showing ${JSON.stringify(text)}`,
+    timeoutMs,
+  );
+}
+
+/** Runs a command line in a shell, as an operator pasting it would. */
+function shell(commandLine: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', commandLine], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 }, () => {
+  it('finds the trajectory by SettleTrajectoryStatus, shows summary, key, state and the exact command; the CLI settles it', async () => {
+    const ui = inject('uiUrl');
+    expect(ui, 'the test stack runs the Web UI').toBeTruthy();
+    const summary = 'SRE drill: deploy of ticket 4711';
+    call = await inDoubtShellCall(new Client({ connection }), store, { summary });
+    const { trajectoryId, key } = call;
+    const page = await browser.newPage({ viewport: { width: 1600, height: 1200 } });
+
+    // 1. The list, filtered by a settle search attribute.
+    const query = encodeURIComponent(`SettleTrajectoryStatus = "waiting_operator" AND WorkflowId = "${trajectoryId}"`);
+    await page.goto(`${ui}/namespaces/default/workflows?query=${query}`, { waitUntil: 'load' });
+    const link = page
+      .locator(`a[href$="/workflows/${encodeURIComponent(trajectoryId)}"], a[href*="/workflows/${encodeURIComponent(trajectoryId)}/"]`)
+      .first();
+    await link.waitFor({ timeout: 60_000 });
+    await shot(page, '1-list-waiting-operator');
+
+    // 2. The trajectory's user metadata: static summary, current details with key, state and commands.
+    await link.click();
+    await page.waitForLoadState('load');
+    await page.getByText('User Metadata').first().click();
+    await frameWith(page, summary);
+    const details = await frameWith(page, 'waiting for an operator');
+    const text = await details.locator('body').innerText();
+    const applied = `settle resolve ${key} \\\n  --as applied --operator YOUR_NAME --reason 'what you checked'`;
+    // Verbatim: no en dash for "--", no curly quotes, the whole key.
+    expect(text).toContain(applied);
+    expect(text).toContain(`settle resolve ${key} \\\n  --as not-applied --operator YOUR_NAME --reason 'what you checked'`);
+    expect(text.split('\n')[0]).toMatch(
+      new RegExp(
+        `^waiting for an operator · bash_execute echo deployed >> deploy\\.log · key ${key.slice(0, 16)} · since .* UTC · no deadline$`,
+      ),
+    );
+    expect(text).toContain('IN_DOUBT');
+    expect(text).not.toMatch(/[–—‘’“”]/);
+    await shot(page, '2-trajectory-waiting-operator');
+
+    // 3. Paste the command as shown, with a name and a reason, into a shell.
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bin-'));
+    fs.writeFileSync(path.join(bin, 'settle'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(SETTLE_BIN)} "$@"\n`, {
+      mode: 0o755,
+    });
+    const pasted = applied.replace('YOUR_NAME', 'alice').replace("'what you checked'", "'deploy.log has the line'");
+    const resolved = await shell(pasted, { ...cliEnv, PATH: `${bin}:${process.env.PATH ?? ''}` });
+    expect(resolved.stderr).toBe('');
+    expect(resolved.code).toBe(0);
+    expect(resolved.stdout).toContain('settled by operator:alice');
+
+    // 4. Completed, as the UI shows it.
+    await call.handle.result();
+    await page.reload({ waitUntil: 'load' });
+    await frameWith(page, 'completed 1 calls');
+    await shot(page, '3-trajectory-completed');
+    await page.close();
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * The Prometheus endpoint of a worker process (and of `settle dev`): GET /metrics answers settle's
+ * own metrics (activities/observability/metrics.ts) followed by Temporal's runtime metrics, which
+ * the Core SDK serves on a loopback port of its own (workers/runtime.ts) and this server relays,
+ * so one scrape target has both.
+ *
+ *   SETTLE_METRICS_PORT  port to listen on (0: any free port; unset: no endpoint)
+ *   SETTLE_METRICS_HOST  address to bind (default 0.0.0.0)
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { sql } from 'kysely';
+import { openDatabase } from '../activities/store/database';
+import type { SettleMetrics } from '../activities/observability/metrics';
+import type { TemporalTarget } from '../client/connection';
+
+export interface MetricsServerOptions {
+  port: number;
+  host?: string;
+  metrics: SettleMetrics;
+  /** Where the Core SDK serves Temporal's runtime metrics (loopback), if installed with them. */
+  temporalMetricsUrl: string | null;
+  /** For gauges read at scrape time: records by state (Postgres), trajectories awaiting approval (visibility). */
+  databaseUrl: string;
+  target: TemporalTarget;
+}
+
+export interface MetricsServer {
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The metrics port from SETTLE_METRICS_PORT, or null when unset; an invalid value is refused naming the rule. */
+export function metricsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number | null {
+  const value = env.SETTLE_METRICS_PORT;
+  if (value === undefined || value === '') return null;
+  if (!/^\d+$/.test(value) || Number(value) > 65_535) {
+    throw new Error(`SETTLE_METRICS_PORT: must be a port number from 0 to 65535 (got ${JSON.stringify(value)})`);
+  }
+  return Number(value);
+}
+
+export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
+  const db = openDatabase(options.databaseUrl, { max: 1 });
+  let client: Promise<Client> | null = null;
+  const temporalClient = () =>
+    (client ??= Connection.connect(options.target.connectionOptions).then(
+      (connection) => new Client({ connection, namespace: options.target.namespace }),
+    ));
+
+  const refreshGauges = async () => {
+    const rows = await db
+      .selectFrom('settle_endpoint_records')
+      .select(['state', sql<string>`count(*)`.as('n')])
+      .groupBy('state')
+      .execute();
+    for (const state of ['IN_FLIGHT', 'COMPLETED', 'IN_DOUBT', 'NOT_EXECUTED']) {
+      options.metrics.inDoubtRecords.set({ state }, Number(rows.find((r) => r.state === state)?.n ?? 0));
+    }
+    const awaiting = await (await temporalClient()).workflow.count('SettlePendingApprovals > 0 AND ExecutionStatus = "Running"');
+    options.metrics.approvalsPending.set({}, awaiting.count);
+  };
+
+  const server = http.createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+      return;
+    }
+    void (async () => {
+      // A gauge that cannot be read now keeps its last value; the scrape still answers.
+      const gaugeError = await withTimeout(refreshGauges(), 5_000).then(
+        () => null,
+        (err: unknown) => (err instanceof Error ? err.message : String(err)),
+      );
+      const temporal = options.temporalMetricsUrl
+        ? await withTimeout(
+            fetch(options.temporalMetricsUrl).then((r) => r.text()),
+            5_000,
+          ).catch(() => '')
+        : '';
+      const body =
+        options.metrics.render() +
+        `# HELP settle_metrics_gauge_errors Whether the last scrape could not refresh settle's gauges.\n# TYPE settle_metrics_gauge_errors gauge\nsettle_metrics_gauge_errors ${gaugeError ? 1 : 0}\n` +
+        temporal;
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(body);
+    })();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '0.0.0.0', resolve);
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://${options.host && options.host !== '0.0.0.0' ? options.host : '127.0.0.1'}:${port}/metrics`,
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await db.destroy();
+      if (client) await (await client).connection.close().catch(() => {});
+    },
+  };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms).unref())]);
+}
