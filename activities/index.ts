@@ -27,6 +27,8 @@ import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
 import type { ModelReply } from '../core/model/chat';
 import type { ReadOnlyTool } from './tools/read-only-tool';
+import { workspaceRefusal } from './workspace';
+import type { WorkerPolicy } from './worker-policy';
 import type { SettledTool } from './settled/settled-tool';
 
 export interface ToolCallInput {
@@ -37,7 +39,7 @@ export interface ToolCallInput {
   args: Record<string, unknown>;
   workspace: string;
   leaseMs: number;
-  /** Whether sandboxed commands may use the network. */
+  /** Ignored: the network comes only from the capability's `connect` right (kept for recorded histories). */
   network?: boolean;
   /** For A3 calls: the approval, recorded on the claim event. */
   approval?: { approver: string; reason: string };
@@ -87,9 +89,14 @@ export interface ActivityDeps {
   identity: string;
   /** Capability keys (SETTLE_CAP_KEYS); without them, calls that carry a capability are denied. */
   keyRing?: KeyRing | null;
+  /** What the worker's operator allows (workspace root, model endpoints and keys, development mode). */
+  policy: WorkerPolicy;
 }
 
-export function createActivities({ store, identity, keyRing = null }: ActivityDeps) {
+/** The worker's policy refused the call (component `policy`): nothing was claimed or touched. */
+const POLICY = 'policy';
+
+export function createActivities({ store, identity, keyRing = null, policy }: ActivityDeps) {
   const callStats = new CallStats(store.db);
   const budgets = new BudgetStore(store.db);
 
@@ -101,8 +108,24 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
     workspace: string,
     key: string,
     audience: string,
-  ): Promise<{ denied: { component: string; reason: string } | null; network: boolean | null }> {
-    if (capability === undefined || capability === null) return { denied: null, network: null };
+  ): Promise<{ denied: { component: string; reason: string } | null; network: boolean }> {
+    const outside = await workspaceRefusal(workspace, policy.workspaceRoot);
+    if (outside) return { denied: { component: POLICY, reason: outside }, network: false };
+    if (capability === undefined || capability === null) {
+      // A worker that can check capabilities checks every trajectory: none is not "all".
+      if (keyRing && !policy.allowNoCapability) {
+        return {
+          denied: {
+            component: POLICY,
+            reason:
+              'this worker holds capability keys, so every trajectory needs a capability (settle cap mint); ' +
+              'SETTLE_ALLOW_NO_CAPABILITY=1 on the worker allows none, for development only',
+          },
+          network: false,
+        };
+      }
+      return { denied: null, network: false };
+    }
     if (!keyRing)
       return { denied: { component: 'kid', reason: 'this worker holds no capability keys (SETTLE_CAP_KEYS is unset)' }, network: false };
     const access = accessFor(tool, args, workspace);
@@ -180,7 +203,8 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
         store,
         tool,
         { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
-        { workspace: input.workspace, network: access.network ?? input.network ?? false },
+        // The network only from the capability's `connect` right; the input's `network` grants nothing.
+        { workspace: input.workspace, network: access.network },
         {
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
@@ -208,7 +232,7 @@ export function createActivities({ store, identity, keyRing = null }: ActivityDe
 
     /** One model turn through an OpenAI-compatible chat-completions server. */
     async callModel(request: ModelRequest): Promise<ModelReply> {
-      return callChatCompletions(request);
+      return callChatCompletions(request, policy);
     },
 
     /** Runs an A0 (read-only) call: no endpoint record, a retry just reads again. */

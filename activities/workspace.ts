@@ -65,3 +65,23 @@ export async function realpathOfNearestExisting(p: string, field: string): Promi
     }
   }
 }
+
+/**
+ * Why `workspace` may not be used on this worker, or null: it must be an existing directory lying
+ * strictly inside the operator's workspace root, after symlinks (docs/security.md).
+ */
+export async function workspaceRefusal(workspace: string, root: string): Promise<string | null> {
+  let lexical: string;
+  try {
+    lexical = canonicalPath(workspace, 'workspace');
+  } catch (err) {
+    if (err instanceof InputError) return err.message;
+    throw err;
+  }
+  const real = await fs.realpath(lexical).catch(() => null);
+  if (real === null) return `workspace ${lexical} must be an existing directory`;
+  if (real === root || !isWithin(real, root)) {
+    return `workspace ${lexical}${real === lexical ? '' : ` (→ ${real})`} must lie inside the worker's workspace root ${root} (SETTLE_WORKSPACE_ROOT, set by the worker's operator)`;
+  }
+  return null;
+}

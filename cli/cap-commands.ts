@@ -52,8 +52,14 @@ export function registerCapabilityCommands(program: Command): void {
       const ring = keys();
       const parent = readToken(opts.parent);
       const request = requestFrom(opts);
-      // The CLI acts for the operator; reservation of budget happens when a workflow attenuates.
-      const result = await attenuate(parent, request, '', { ring, budgets: null });
+      // The CLI acts for the operator (no requester audience to match). The child's budget is
+      // reserved from the parent's in Postgres, as when a workflow attenuates: without its budget
+      // row, every use of the child would be denied "budget exhausted".
+      const { withStore } = await import('./connections');
+      const { BudgetStore } = await import('../activities/capability/budget-store');
+      const result = await withStore((store) => attenuate(parent, request, '', { ring, budgets: new BudgetStore(store.db) }), {
+        why: "settle cap attenuate reserves the child's budget from the parent's in Postgres",
+      });
       if (!result.ok) {
         console.error(`settle: attenuation refused (${result.component}): ${result.reason}`);
         process.exit(DENIED_EXIT_CODE);

@@ -15,9 +15,13 @@ export function databaseConfigured(): boolean {
   return !!(process.env.DATABASE_URL || readDevSettings()?.databaseUrl);
 }
 
-export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>): Promise<T> {
+export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, options: { why?: string } = {}): Promise<T> {
   const url = process.env.DATABASE_URL || readDevSettings()?.databaseUrl;
-  if (!url) throw new UsageError('DATABASE_URL: must be set (or run `settle dev`, whose settings the CLI then finds)');
+  if (!url) {
+    throw new UsageError(
+      `DATABASE_URL: must be set (or run \`settle dev\`, whose settings the CLI then finds)${options.why ? `: ${options.why}` : ''}`,
+    );
+  }
   const db = openDatabase(url, { max: 1 });
   try {
     return await fn(new EndpointStore(db));

@@ -17,9 +17,19 @@ export interface DevSettings {
 
 export const DEV_SETTINGS_FILE = path.join(SETTLE_DIR, 'dev.json');
 
-export function writeDevSettings(settings: DevSettings): void {
-  fs.mkdirSync(SETTLE_DIR, { recursive: true });
-  fs.writeFileSync(DEV_SETTINGS_FILE, JSON.stringify(settings, null, 2) + '\n');
+/**
+ * Owner-only (0600): the database URL carries its password. A file left world-readable by an older
+ * version is narrowed too, before the new settings go in.
+ */
+export function writeDevSettings(settings: DevSettings, file = DEV_SETTINGS_FILE): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const fd = fs.openSync(file, 'w', 0o600);
+  try {
+    fs.fchmodSync(fd, 0o600);
+    fs.writeFileSync(fd, JSON.stringify(settings, null, 2) + '\n');
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** The settings of a `settle dev` that is still running, or null. */

@@ -13,6 +13,10 @@ import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { isRecordState, RECORD_STATES } from '../core/records';
 import { UsageError } from './usage-error';
+import { printable, printableValue } from './terminal-text';
+
+/** Rows `settle records` lists at most: a bigger number is a typo, and the database would refuse one past 2^63. */
+const MAX_LIST_LIMIT = 1_000_000;
 
 const program = new Command();
 program
@@ -101,7 +105,7 @@ program
   .description('List endpoint records.')
   .option('--state <state>', `one of ${RECORD_STATES.join(', ')}`, parseState)
   .option('--trajectory <id>', 'only this trajectory')
-  .option('--limit <n>', 'at most this many rows', parsePositiveInt('--limit'), 1000)
+  .option('--limit <n>', `at most this many rows (1 to ${MAX_LIST_LIMIT})`, parsePositiveInt('--limit', MAX_LIST_LIMIT), 1000)
   .option('--json', 'one JSON array on stdout', false)
   .action(async (opts: { state?: (typeof RECORD_STATES)[number]; trajectory?: string; limit: number; json: boolean }) => {
     const { withStore } = await import('./connections');
@@ -122,7 +126,7 @@ program
       console.log('key               state         gen  trajectory / turn / call               tool        updated');
       for (const r of records) {
         console.log(
-          `${r.key.slice(0, 16)}  ${r.state.padEnd(12)}  ${String(r.generation).padStart(3)}  ${`${r.trajectoryId} / ${r.turn} / ${r.callId}`.padEnd(38)} ${r.tool.padEnd(11)} ${r.updatedAt.toISOString()}`,
+          `${r.key.slice(0, 16)}  ${r.state.padEnd(12)}  ${String(r.generation).padStart(3)}  ${printable(`${r.trajectoryId} / ${r.turn} / ${r.callId}`).padEnd(38)} ${printable(r.tool).padEnd(11)} ${r.updatedAt.toISOString()}`,
         );
       }
     });
@@ -147,14 +151,14 @@ program
         return;
       }
       const { args, intent, result, ...rest } = record;
-      for (const [k, v] of Object.entries(rest)) console.log(`${k.padEnd(13)} ${v instanceof Date ? v.toISOString() : String(v)}`);
-      console.log(`${'args'.padEnd(13)} ${JSON.stringify(args)}`);
-      console.log(`${'intent'.padEnd(13)} ${JSON.stringify(intent)}`);
-      console.log(`${'result'.padEnd(13)} ${JSON.stringify(result)}`);
+      for (const [k, v] of Object.entries(rest)) console.log(`${k.padEnd(13)} ${printableValue(v)}`);
+      console.log(`${'args'.padEnd(13)} ${printable(JSON.stringify(args))}`);
+      console.log(`${'intent'.padEnd(13)} ${printable(JSON.stringify(intent))}`);
+      console.log(`${'result'.padEnd(13)} ${printable(JSON.stringify(result))}`);
       console.log('\nevents:');
       for (const e of events) {
         console.log(
-          `  ${e.at.toISOString()}  gen ${e.generation}  ${e.fromState} → ${e.toState}  by ${e.actor}  ${JSON.stringify(e.detail)}`,
+          `  ${e.at.toISOString()}  gen ${e.generation}  ${e.fromState} → ${e.toState}  by ${printable(e.actor)}  ${printable(JSON.stringify(e.detail))}`,
         );
       }
     });
@@ -165,9 +169,9 @@ function parseTurn(value: string): number {
   return Number(value);
 }
 
-function parsePositiveInt(flag: string) {
+function parsePositiveInt(flag: string, max: number) {
   return (value: string): number => {
-    if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError(`${flag} must be an integer ≥ 1`);
+    if (!/^[1-9]\d*$/.test(value) || Number(value) > max) throw new InvalidArgumentError(`${flag} must be an integer from 1 to ${max}`);
     return Number(value);
   };
 }

@@ -15,6 +15,7 @@ import { databaseConfigured, withClient, withStore } from './connections';
 import { fullKey, keyArgument, uniqueKey } from './key-prefix';
 import { formatTable } from './table';
 import { UsageError } from './usage-error';
+import { printable } from './terminal-text';
 
 export function registerTrajectoryCommands(program: Command): void {
   program
@@ -116,7 +117,7 @@ export function registerTrajectoryCommands(program: Command): void {
               : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
         );
       }
-      const settled = `${key.slice(0, 16)}… in ${resolution.trajectoryId}: ${resolution.state} (settled by operator:${opts.operator})`;
+      const settled = `${key.slice(0, 16)}… in ${printable(resolution.trajectoryId)}: ${resolution.state} (settled by operator:${opts.operator})`;
       console.log(
         resolution.path === 'update'
           ? `${settled} via the settleCall update of the waiting trajectory`
@@ -174,11 +175,13 @@ async function recordsOf(id: string): Promise<{ rows: EndpointRecord[] | null; n
 
 function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRecord[] | null; note: string | null } | null): void {
   console.log(
-    `${status.trajectoryId}: ${status.runStatus} · ${status.status ?? '-'} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
+    `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
   );
-  if (status.summary) console.log(`summary: ${status.summary}`);
+  if (status.summary) console.log(`summary: ${printable(status.summary)}`);
   if (status.subAgents.length) {
-    console.log(`sub-agents: ${status.subAgents.map((a) => `${a.trajectoryId} (${a.runStatus} · ${a.status ?? '-'})`).join(', ')}`);
+    console.log(
+      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${a.runStatus} · ${printable(a.status ?? '-')})`).join(', ')}`,
+    );
   }
   if (records) {
     console.log(
@@ -205,7 +208,7 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
     }
     return;
   }
-  if (status.waitingFor) console.log(`waiting for: ${status.waitingFor}`);
+  if (status.waitingFor) console.log(`waiting for: ${printable(status.waitingFor)}`);
   console.log(
     formatTable(
       ['turn', 'call', 'tool', 'level', 'key', 'state', 'resolution', 'outcome', 'attempts', 'probes'],

@@ -31,6 +31,8 @@ import proto from '@temporalio/proto';
 const { temporal } = proto;
 import { RunTurnInputSchema, TrajectoryRequestSchema, type TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
+import { InputError } from '../core/errors';
+import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 
 export { DEFAULT_TASK_QUEUE } from './connection';
 
@@ -101,6 +103,7 @@ export class SettleClient {
     input: TrajectoryRequest,
     options: StartOptions = {},
   ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
+    if (isReservedChildId(trajectoryId)) throw new InputError('trajectoryId', RESERVED_CHILD_ID_RULE);
     parseArgs(TrajectoryRequestSchema, input, 'input');
     return this.client.workflow.start<typeof trajectoryWorkflow>('trajectoryWorkflow', {
       taskQueue: this.taskQueue,

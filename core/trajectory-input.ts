@@ -9,6 +9,8 @@
 import { z } from 'zod';
 import { CapabilityToken } from './capability/token';
 import { jsonDepth, jsonLength, MAX_JSON_DEPTH } from './json-limits';
+import { isReservedVariable, RESERVED_VARIABLES_RULE } from './reserved-variables';
+import { isReservedChildId, RESERVED_CHILD_ID_RULE } from './trajectory-ids';
 import { COMPENSATION_SUFFIX } from './tools/compensation';
 import { CATALOG, isToolName, LEVEL_ORDER, levelAtLeast, type SideEffectLevel } from './tools/catalog';
 
@@ -63,11 +65,16 @@ export const ModelDriverSchema = z
     /** e.g. http://127.0.0.1:8000/v1 — the adapter POSTs to `${baseUrl}/chat/completions`. */
     baseUrl: z.url({ protocol: /^https?$/ }).max(2048),
     model: z.string().min(1).max(200),
-    /** Name of the worker's environment variable holding the API key (the key never enters history). */
+    /**
+     * Name of the worker's environment variable holding the API key (the key never enters history).
+     * The worker sends it only when its operator lists it (SETTLE_MODEL_KEY_ENVS) and only to an
+     * allowed base URL (SETTLE_MODEL_ENDPOINTS).
+     */
     apiKeyEnv: z
       .string()
       .regex(/^[A-Z_][A-Z0-9_]*$/)
       .max(128)
+      .refine((name) => !isReservedVariable(name), { error: RESERVED_VARIABLES_RULE })
       .optional(),
     system: z.string().max(100_000).optional(),
     temperature: z.number().min(0).max(2).optional(),
@@ -109,7 +116,7 @@ const trajectoryFields = {
     .object({ initialMs: z.number().int().min(10).max(3_600_000).optional(), maxMs: z.number().int().min(10).max(3_600_000).optional() })
     .strict()
     .optional(),
-  /** Whether sandboxed commands may use the network. Default false. */
+  /** Grants nothing by itself: sandboxed commands get the network only from the capability's `connect` right. Kept for recorded inputs. */
   network: z.boolean().optional(),
   /** How long an A3 call waits for `approveCall` before it is denied. Default 1 hour. */
   approvalTimeoutMs: z
@@ -170,7 +177,15 @@ export const TrajectoryInputSchema = z
 
 /** A spec file for `settle start`: the trajectory input plus its id. The capability's audience must be that id. */
 export const TrajectorySpecSchema = z
-  .object({ trajectoryId: z.string().min(1).max(255).describe('Workflow id of the trajectory; part of every key.'), ...trajectoryFields })
+  .object({
+    trajectoryId: z
+      .string()
+      .min(1)
+      .max(255)
+      .refine((id) => !isReservedChildId(id), { error: RESERVED_CHILD_ID_RULE })
+      .describe('Workflow id of the trajectory; part of every key.'),
+    ...trajectoryFields,
+  })
   .strict()
   .superRefine(crossFieldRules)
   .superRefine((spec, ctx) => {

@@ -179,10 +179,18 @@ async function startDevServer(
     ...dynamicConfigArgs(options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
   ];
-  if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
+  if (options.dbFile) ownerOnlyDatabase(options.dbFile);
 
   // Own process group, so stop() ends the server and anything it started.
-  const child = spawn(binary, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Under umask 077, so the files the server creates (its history database) are owner-only. The
+  // spawn is synchronous: nothing else in this process creates files while the umask is narrowed.
+  const umask = process.umask(0o077);
+  let child;
+  try {
+    child = spawn(binary, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  } finally {
+    process.umask(umask);
+  }
   let output = '';
   const collect = (b: Buffer) => {
     output = (output + b.toString()).slice(-8000);
@@ -218,6 +226,18 @@ async function startDevServer(
     dynamicConfig: options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG,
     stop: () => killGroup(child, exited),
   };
+}
+
+/**
+ * The dev server's history file holds every workflow's inputs and results: owner-only (0600).
+ * Files an older version left world-readable are narrowed here; new ones are created under the
+ * umask 077 the server is started with.
+ */
+export function ownerOnlyDatabase(dbFile: string): void {
+  fs.mkdirSync(path.dirname(dbFile), { recursive: true });
+  for (const f of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) {
+    if (fs.existsSync(f)) fs.chmodSync(f, 0o600);
+  }
 }
 
 async function waitUntilServing(address: string, exited: Promise<number | null>, timeoutMs: number): Promise<string> {

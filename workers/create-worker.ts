@@ -10,6 +10,7 @@ import { createActivities } from '../activities/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
+import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -26,6 +27,14 @@ export interface SettleWorkerOptions {
   identity?: string;
   /** Capability keys; default: SETTLE_CAP_KEYS when set (invalid keys fail the start). */
   keyRing?: KeyRing | null;
+  /**
+   * What the worker's operator allows (made by makeWorkerPolicy); default: from the worker's
+   * environment (activities/worker-policy.ts: SETTLE_WORKSPACE_ROOT, SETTLE_MODEL_ENDPOINTS,
+   * SETTLE_MODEL_KEY_ENVS, SETTLE_ALLOW_NO_CAPABILITY).
+   */
+  policy?: WorkerPolicy;
+  /** Where start-up warnings go (default: stderr). */
+  warn?: (line: string) => void;
 }
 
 export interface SettleWorker {
@@ -39,8 +48,16 @@ export interface SettleWorker {
 
 export async function createSettleWorker(options: SettleWorkerOptions): Promise<SettleWorker> {
   const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
-  const db = openDatabase(options.databaseUrl);
   const target = loadTemporalTarget(options.temporal);
+  const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
+  const policy = options.policy ?? loadWorkerPolicy(process.env);
+  if (keyRing && policy.allowNoCapability) {
+    (options.warn ?? ((line: string) => console.warn(line)))(
+      `settle worker: WARNING: ${ALLOW_NO_CAPABILITY_VARIABLE}=1 — trajectories without a capability run UNCHECKED on this worker ` +
+        '(any path in their workspace, any command). Development only; unset it in production.',
+    );
+  }
+  const db = openDatabase(options.databaseUrl);
   const connection = await NativeConnection.connect(target.connectionOptions);
   const workerOptions: WorkerOptions = {
     connection,
@@ -53,7 +70,8 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     activities: createActivities({
       store: new EndpointStore(db),
       identity,
-      keyRing: options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null,
+      keyRing,
+      policy,
     }),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
   };

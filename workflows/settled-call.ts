@@ -313,10 +313,12 @@ export async function applyOperatorVerdict(
   return { state: result.state };
 }
 
-/** The capability refused this access: nothing was claimed or touched. */
+/** The capability (or, component `policy`, the worker's operator) refused this access: nothing was claimed or touched. */
 export function deniedByCapability(report: CallReport, component: string, reason: string): CallReport {
   report.resolution = 'denied';
   report.state = 'NO_RECORD';
-  report.observation = failed(`denied by capability (${component}): ${reason}`);
+  report.observation = failed(
+    component === 'policy' ? `denied by the worker's policy: ${reason}` : `denied by capability (${component}): ${reason}`,
+  );
   return report;
 }

@@ -8,6 +8,7 @@
  */
 import { executeChild, proxyActivities } from '@temporalio/workflow';
 import { failed, ok } from '../core/observation';
+import { childId as childIdFor } from '../core/trajectory-ids';
 import type { SpawnSubagentArgs } from '../core/capability/subagent';
 import type { SettleActivities } from '../activities/index';
 import type { CallReport, TrajectoryInput, TrajectoryResult } from './definitions';
@@ -36,7 +37,7 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
     return report;
   }
   const n = state.reports.filter((r) => r.tool === 'spawn_subagent' && r.key !== null).length;
-  const childId = `${trajectoryId}/sub-${n}`;
+  const childId = childIdFor(trajectoryId, n);
   report.attempts++;
   const attenuated = await attenuateCapability({
     parent,

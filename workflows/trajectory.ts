@@ -29,6 +29,7 @@ import { fitConversation, fitObservations, fitReports, MAX_TURN_RESULT_CHARS, MA
 import { failed, type Observation } from '../core/observation';
 import { publishedCatalog } from '../core/tools/catalog';
 import { TrajectoryInputSchema } from '../core/trajectory-input';
+import { isReservedChildId, parentOfChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 import { parseArgs } from '../core/validation';
 import { compensationCallId, compensationFor, isCompensationCallId } from '../core/tools/compensation';
 import type { SettleActivities } from '../activities/index';
@@ -62,6 +63,8 @@ export * from './definitions';
 const DEFAULT_MODEL_TURNS = 20;
 /** Model arguments parsed as strict I-JSON (core/json-text.ts); histories from before parsed them with JSON.parse. */
 const PATCH_STRICT_TOOL_ARGUMENTS = 'strict-tool-arguments-v1';
+/** Ids `<x>/sub-<n>` are refused unless x started them as its child (core/trajectory-ids.ts). */
+const PATCH_RESERVE_CHILD_IDS = 'reserve-child-ids-v1';
 
 const { recordArgs } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
@@ -76,6 +79,7 @@ const { callModel } = proxyActivities<SettleActivities>({
 export async function trajectoryWorkflow(input: TrajectoryInput): Promise<TrajectoryResult> {
   const trajectoryId = workflowInfo().workflowId;
   assertValidInput(input);
+  assertOwnId(trajectoryId);
   const state = new TrajectoryState(input.carried);
   const ctx: CallContext = { trajectoryId, input, state };
   installHandlers(ctx);
@@ -337,6 +341,22 @@ async function continueWithState(input: TrajectoryInput, state: TrajectoryState,
 }
 
 /** The input contract (core/trajectory-input.ts); a broken input fails the run at once, naming the field. */
+/**
+ * `x/sub-<n>` belongs to x's sub-agent: a trajectory under such an id that x did not start as its
+ * child is refused at once (core/trajectory-ids.ts), so it closes and cannot block x's spawn.
+ * Behind a patch: a history recorded before would have run on.
+ */
+function assertOwnId(trajectoryId: string): void {
+  if (!isReservedChildId(trajectoryId)) return;
+  const parent = parentOfChildId(trajectoryId);
+  if (parent !== null && workflowInfo().parent?.workflowId === parent) return;
+  if (!patched(PATCH_RESERVE_CHILD_IDS)) return;
+  throw ApplicationFailure.nonRetryable(
+    `trajectory id ${trajectoryId} is reserved for a sub-agent${parent === null ? '' : ` of ${parent}`}: a trajectory id must ${RESERVED_CHILD_ID_RULE}`,
+    FAILURE.InvalidInput,
+  );
+}
+
 function assertValidInput(input: TrajectoryInput): void {
   try {
     parseArgs(TrajectoryInputSchema, input, 'input');

@@ -3,7 +3,8 @@
  * so it is an activity; the child's budget is reserved from the parent's remaining budget in
  * Postgres in the same step, and returns when the child ends.
  */
-import { attenuationVerdict, type ChildRequest } from '../../core/capability/rules';
+import { attenuationVerdict, parseObject, type ChildRequest } from '../../core/capability/rules';
+import { redirectNote, symlinkedObject } from './authorize';
 import { CapabilityToken, tokenDigest } from '../../core/capability/token';
 import type { BudgetStore } from './budget-store';
 import type { KeyRing } from './keyring';
@@ -27,6 +28,14 @@ export async function attenuate(
     return { ok: false, component: 'audience', reason: `the parent capability belongs to ${parent.body.aud}, not ${requester}` };
   const verdict = attenuationVerdict(parent.body, child);
   if (!verdict.allowed) return { ok: false, component: verdict.component, reason: verdict.reason };
+  // Compared as resolved: a child object naming a symlink (ws/link-out → /elsewhere) is within
+  // the parent's by name only. Refused here, and granting nothing at access (authorize.ts).
+  for (const o of child.objects) {
+    const parsed = parseObject(o);
+    if (parsed.kind !== 'path') continue;
+    const redirect = await symlinkedObject(parsed.path);
+    if (redirect) return { ok: false, component: 'objects', reason: `${o} ${redirectNote(redirect)}; name the real path` };
+  }
   const token = sign(
     {
       v: 1,

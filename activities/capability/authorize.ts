@@ -4,7 +4,6 @@
  * clock, right, objects (segment-wise, NFC, then symlinks resolved), per-call cost, and the
  * budget — charged once per call key in Postgres.
  */
-import fs from 'node:fs/promises';
 import { checkBody, parseObject, type AccessRequest, type Verdict } from '../../core/capability/rules';
 import { tokenDigest } from '../../core/capability/token';
 import { isWithin } from '../../core/paths';
@@ -55,7 +54,12 @@ export async function authorize(
   return { verdict: { allowed: true }, network: token.body.rights.includes('connect') };
 }
 
-/** The real target (symlinks resolved; nearest existing ancestor for a new file) must stay inside a real object. */
+/**
+ * The real target (symlinks resolved; nearest existing ancestor for a new file) must stay inside
+ * an object as written. An object whose own path passes through a symlink grants nothing: it
+ * would reach wherever the link points, wider than the parent that approved its name
+ * (attenuation checks the same, activities/capability/attenuate.ts).
+ */
 async function withinAfterSymlinks(target: string, objects: string[]): Promise<Verdict> {
   let real: string;
   try {
@@ -64,11 +68,37 @@ async function withinAfterSymlinks(target: string, objects: string[]): Promise<V
     if (err instanceof InputError) return { allowed: false, component: 'objects', reason: err.message };
     throw err;
   }
+  const notes: string[] = [];
   for (const o of objects) {
     const parsed = parseObject(o);
     if (parsed.kind !== 'path') continue;
-    const realObject = await fs.realpath(parsed.path).catch(() => parsed.path);
-    if (isWithin(real, realObject)) return { allowed: true };
+    const redirect = await symlinkedObject(parsed.path);
+    if (redirect) {
+      if (isWithin(real, redirect) || isWithin(target, parsed.path)) notes.push(`${o} ${redirectNote(redirect)}`);
+      continue;
+    }
+    if (isWithin(real, parsed.path)) return { allowed: true };
   }
-  return { allowed: false, component: 'objects', reason: `${target} resolves to ${real}, outside ${objects.join(', ')}` };
+  return {
+    allowed: false,
+    component: 'objects',
+    reason: `${target} resolves to ${real}, outside ${objects.join(', ')}${notes.length ? ` (${notes.join('; ')})` : ''}`,
+  };
+}
+
+/** Where a path object really leads, when that is not the path as written (a symlink on the way); else null. */
+export async function symlinkedObject(objectPath: string): Promise<string | null> {
+  let real: string;
+  try {
+    real = await realpathOfNearestExisting(objectPath, 'object');
+  } catch (err) {
+    // A dangling symlink on the way: it leads nowhere we can vouch for.
+    if (err instanceof InputError) return `${objectPath} (a dangling symlink)`;
+    throw err;
+  }
+  return real === objectPath ? null : real;
+}
+
+export function redirectNote(real: string): string {
+  return `resolves to ${real} through a symlink and grants nothing`;
 }

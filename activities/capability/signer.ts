@@ -16,6 +16,10 @@ export function verifySignature(token: CapabilityToken, ring: KeyRing): Verdict 
   if (!key) return { allowed: false, component: 'kid', reason: `unknown key id ${JSON.stringify(token.body.kid)}` };
   const expected = mac(key, token.body);
   const given = Buffer.from(token.sig, 'base64url');
+  // Canonical spelling only (the schema says so too): no second encoding of one MAC.
+  if (given.toString('base64url') !== token.sig) {
+    return { allowed: false, component: 'format', reason: 'the signature is not in canonical base64url' };
+  }
   if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) {
     return { allowed: false, component: 'signature', reason: 'the signature does not match the body' };
   }

@@ -2,8 +2,9 @@
  * Tokens already verified by this worker, so the check at every access does not redo the schema
  * validation, JCS and HMAC for the same token on every call of a trajectory.
  *
- * The cache key is the signature plus the exact JSON text of the body as received: a body that
- * differs in any byte misses and is verified in full. Entries belong to one key ring (a rotated
+ * The cache key is the exact JSON text of the whole token as received: a token that differs in
+ * any byte — the body, the signature, or a member beside them — misses and is verified in full,
+ * so the cache never changes what verifies (a member the schema refuses is refused every time). Entries belong to one key ring (a rotated
  * ring starts empty), and expiry, audience, rights, objects, cost and budget are still checked on
  * every access — only "is this body signed by a key we hold" is remembered.
  */
@@ -21,10 +22,10 @@ function cacheFor(ring: KeyRing): Map<string, CapabilityToken> {
 
 /** The cache key of a raw token, or null when it does not even look like one. */
 export function verifiedKey(raw: unknown): string | null {
-  if (!raw || typeof raw !== 'object') return null;
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
   const { body, sig } = raw as { body?: unknown; sig?: unknown };
   if (typeof sig !== 'string' || !body || typeof body !== 'object') return null;
-  return `${sig}\u0000${JSON.stringify(body)}`;
+  return JSON.stringify(raw);
 }
 
 export function lookupVerified(ring: KeyRing, key: string | null): CapabilityToken | undefined {

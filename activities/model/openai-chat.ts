@@ -2,13 +2,16 @@
  * Adapter for OpenAI-compatible chat-completions servers (hosted APIs, vLLM, llama.cpp, …).
  *
  * The API key is read here, in the activity, from the worker's environment variable that the
- * configuration names; it never appears in workflow input, history or logs.
+ * configuration names; it never appears in workflow input, history or logs. The spec only names
+ * them: the worker's operator decides which base URLs may be called and which variables may be
+ * sent as keys (activities/worker-policy.ts), and settle's own secrets are never sent.
  */
 import { FAILURE } from '../../core/failures';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { boundModelReply, type ChatMessage, type ChatToolCall, type ModelConfig, type ModelReply } from '../../core/model/chat';
 import type { PublishedTool } from '../../core/tools/catalog';
+import { isReservedVariable, MODEL_ENDPOINTS_VARIABLE, MODEL_KEY_ENVS_VARIABLE, modelEndpoint, type WorkerPolicy } from '../worker-policy';
 
 export interface ModelRequest {
   config: ModelConfig;
@@ -18,9 +21,15 @@ export interface ModelRequest {
 
 const REQUEST_TIMEOUT_MS = 120_000;
 
-export async function callChatCompletions(request: ModelRequest, env: NodeJS.ProcessEnv = process.env): Promise<ModelReply> {
+export async function callChatCompletions(
+  request: ModelRequest,
+  policy: Pick<WorkerPolicy, 'modelEndpoints' | 'modelKeyEnvs'>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ModelReply> {
   const { config } = request;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const refusal = modelConfigRefusal(config, policy);
+  if (refusal) throw ApplicationFailure.nonRetryable(refusal, FAILURE.ModelConfig);
   if (config.apiKeyEnv) {
     const key = env[config.apiKeyEnv];
     if (!key) {
@@ -45,6 +54,8 @@ export async function callChatCompletions(request: ModelRequest, env: NodeJS.Pro
   const response = await fetch(url, {
     method: 'POST',
     headers,
+    // A redirect would carry the request (and the key) to a server the operator did not allow.
+    redirect: 'error',
     body: JSON.stringify(body),
     signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   });
@@ -59,6 +70,27 @@ export async function callChatCompletions(request: ModelRequest, env: NodeJS.Pro
   }
   // Fitted before it leaves the activity: the reply is a payload in history.
   return boundModelReply(parseReply(text));
+}
+
+/** Why the worker refuses this model configuration, or null (fail closed: nothing allowed by default). */
+export function modelConfigRefusal(config: ModelConfig, policy: Pick<WorkerPolicy, 'modelEndpoints' | 'modelKeyEnvs'>): string | null {
+  let endpoint: string;
+  try {
+    endpoint = modelEndpoint(config.baseUrl);
+  } catch {
+    return `model.baseUrl: must be a URL (got ${JSON.stringify(config.baseUrl)})`;
+  }
+  if (!policy.modelEndpoints.includes(endpoint)) {
+    return `model.baseUrl: ${endpoint} is not among the model endpoints this worker's operator allows (${MODEL_ENDPOINTS_VARIABLE}: ${policy.modelEndpoints.join(', ') || 'none'})`;
+  }
+  const name = config.apiKeyEnv;
+  if (name !== undefined) {
+    if (isReservedVariable(name)) return `model.apiKeyEnv: ${name} is one of settle's own secrets and is never sent anywhere`;
+    if (!policy.modelKeyEnvs.includes(name)) {
+      return `model.apiKeyEnv: ${name} is not among the variables this worker's operator allows as model keys (${MODEL_KEY_ENVS_VARIABLE}: ${policy.modelKeyEnvs.join(', ') || 'none'})`;
+    }
+  }
+  return null;
 }
 
 /** Some servers reject `$schema` inside function parameters; the schema is otherwise as published. */

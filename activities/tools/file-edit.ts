@@ -2,6 +2,9 @@
  * `file_edit` (A2): exact replacement of a block of text, written atomically (temporary file in
  * the same directory, fsync, rename; the file mode is kept).
  *
+ * The file is read and written only by descriptor, through the checked real directory
+ * (checked-open.ts): never a FIFO or device, never a file a swapped symlink leads to.
+ *
  * Intent: path, SHA-256 before, SHA-256 expected after, the temporary file. Probe: first removes
  * the temporary file (a fence: a paused executor's rename then fails), then current hash = after
  * → applied (the result is reconstructed from the intent), = before → not applied, else unknown.
@@ -14,7 +17,8 @@ import { FILE_EDIT } from '../../core/tools/file-edit';
 import { failed, ok, type Observation } from '../../core/observation';
 import type { ProbeVerdict } from '../../core/records';
 import { resolveForTool } from '../workspace';
-import { sizeOverLimit } from './text-files';
+import { openCheckedDirectory, openCheckedFile, PathChanged, splitReal, type CheckedDirectory } from './checked-open';
+import { MAX_TEXT_FILE_BYTES } from './text-files';
 import { failpoint } from '../failpoints';
 import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
 
@@ -33,11 +37,22 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     const resolved = await resolveForTool(env.workspace, args.path);
     if ('refusal' in resolved) return { kind: 'answer', result: resolved.refusal };
     const real = resolved.path;
-    const oversize = await sizeOverLimit(real);
-    if (oversize !== null) return { kind: 'answer', result: failed(`${args.path}: ${oversize} bytes, over the 5 MiB limit of file_edit`) };
-    const before = await readIfFile(real);
-    if (before === null) return { kind: 'answer', result: failed(`${args.path}: no such file (file_edit edits existing files only)`) };
-    if (!Buffer.from(before, 'utf8').equals(await fs.readFile(real))) {
+    let bytes: Buffer | NotAFile | { tooLarge: number };
+    try {
+      bytes = await readChecked(real);
+    } catch (err) {
+      if (err instanceof PathChanged) return { kind: 'answer', result: failed(`refused: ${args.path}: ${err.message}`) };
+      throw err;
+    }
+    if (bytes === 'missing') return { kind: 'answer', result: failed(`${args.path}: no such file (file_edit edits existing files only)`) };
+    if (bytes === 'not_a_file') {
+      return { kind: 'answer', result: failed(`${args.path}: not a regular file (file_edit edits regular files only)`) };
+    }
+    if ('tooLarge' in bytes) {
+      return { kind: 'answer', result: failed(`${args.path}: ${bytes.tooLarge} bytes, over the 5 MiB limit of file_edit`) };
+    }
+    const before = bytes.toString('utf8');
+    if (!Buffer.from(before, 'utf8').equals(bytes)) {
       return { kind: 'answer', result: failed(`${args.path}: not valid UTF-8 text; file_edit leaves it unchanged`) };
     }
 
@@ -48,6 +63,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     const after = replace(before, args);
     // Named per execution, so a probe can find it (and withdraw it) from the intent alone.
     const tmp_path = path.join(path.dirname(real), `.${path.basename(real)}.settle-${crypto.randomUUID().slice(0, 13)}.tmp`);
+    // The intent names the real file: the one the execution opens, proves and writes.
     return {
       kind: 'proceed',
       intent: { path: real, sha256_before: sha256(before), sha256_after: sha256(after), matches, tmp_path },
@@ -55,54 +71,71 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
   },
 
   async execute(args, intent, _env: ToolEnv, ctx: ExecutionContext): Promise<Observation> {
-    if ((await sizeOverLimit(intent.path)) !== null) throw new NoEffect(`${args.path} grew over the 5 MiB limit of file_edit; not writing`);
-    const current = await readIfFile(intent.path);
-    if (current === null || sha256(current) !== intent.sha256_before) {
-      // Changed since the intent was recorded; nothing written yet.
-      throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
-    }
-    const next = replace(current, args);
-    const tmp =
-      intent.tmp_path ?? path.join(path.dirname(intent.path), `.${path.basename(intent.path)}.settle-${ctx.generation}-${process.pid}.tmp`);
+    const { dir: realDir, name } = splitReal(intent.path);
+    const tmpReal = intent.tmp_path ?? path.join(realDir, `.${name}.settle-${ctx.generation}-${process.pid}.tmp`);
+    if (path.dirname(tmpReal) !== realDir)
+      throw new NoEffect(`the intent's temporary file ${tmpReal} is not beside ${intent.path}; not writing`);
+    // Every read and write below goes through this descriptor, proved to be the checked
+    // directory: a component swapped for a symlink meanwhile cannot redirect the edit.
+    let dir: CheckedDirectory;
     try {
-      const stat = await fs.stat(intent.path);
-      const handle = await fs.open(tmp, 'wx', stat.mode & 0o7777);
+      dir = await openCheckedDirectory(realDir);
+    } catch (err) {
+      throw new NoEffect(`${args.path}: ${(err as Error).message}; not writing`);
+    }
+    const target = dir.at(name);
+    const tmp = dir.at(path.basename(tmpReal));
+    try {
       try {
-        await handle.writeFile(next);
-        // A root worker keeps the file's owner, so the (unprivileged) sandbox user can still write it.
-        if (process.getuid?.() === 0) await handle.chown(stat.uid, stat.gid);
-        await handle.chmod(stat.mode & 0o7777); // umask may have narrowed the mode at open (and chown clears set-id bits)
-        await handle.sync();
-      } finally {
-        await handle.close();
+        const current = await readCheckedWithMode(intent.path, target);
+        if (current === 'too_large') throw new NoEffect(`${args.path} grew over the 5 MiB limit of file_edit; not writing`);
+        if (current === null || sha256(current.bytes.toString('utf8')) !== intent.sha256_before) {
+          // Changed since the intent was recorded; nothing written yet.
+          throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
+        }
+        const next = replace(current.bytes.toString('utf8'), args);
+        const handle = await fs.open(tmp, 'wx', current.mode & 0o7777);
+        try {
+          await handle.writeFile(next);
+          // A root worker keeps the file's owner, so the (unprivileged) sandbox user can still write it.
+          if (process.getuid?.() === 0) await handle.chown(current.uid, current.gid);
+          await handle.chmod(current.mode & 0o7777); // umask may have narrowed the mode at open (and chown clears set-id bits)
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await fileEditHooks.beforeRename?.(tmpReal, intent.path);
+        await failpoint('file_edit.before_rename');
+        // Compare-and-swap as far as a file system allows: the pre-state must still hold, the
+        // directory must still be the checked one, and so must our lease, right before the rename
+        // that is the effect.
+        const latest = await readCheckedWithMode(intent.path, target);
+        if (latest === null || latest === 'too_large' || sha256(latest.bytes.toString('utf8')) !== intent.sha256_before) {
+          throw new NoEffect(`${args.path} changed while the edit was prepared; not writing`);
+        }
+        await dir.assertStillAt();
+        ctx.assertLeaseHeld();
+      } catch (err) {
+        await fs.rm(tmp, { force: true });
+        // Only the rename below changes the target: whatever failed before it (permissions, a full
+        // disk, a lost lease, a swapped path) provably had no effect.
+        if (err instanceof NoEffect) throw err;
+        throw new NoEffect(`could not prepare the edit of ${args.path}, file not touched: ${(err as Error).message}`);
       }
-      await fileEditHooks.beforeRename?.(tmp, intent.path);
-      await failpoint('file_edit.before_rename');
-      // Compare-and-swap as far as a file system allows: the pre-state must still hold, and so
-      // must our lease, right before the rename that is the effect.
-      const latest = await readIfFile(intent.path);
-      if (latest === null || sha256(latest) !== intent.sha256_before) {
-        throw new NoEffect(`${args.path} changed while the edit was prepared; not writing`);
+      await fileEditHooks.afterLeaseCheck?.(tmpReal, intent.path);
+      await failpoint('file_edit.after_lease_check');
+      try {
+        await fs.rename(tmp, target);
+      } catch (err) {
+        // The prepared file is gone: a probe withdrew it (this executor was paused past its lease
+        // after the check above) and settled the call without us. Nothing was written.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+          throw new NoEffect(`the prepared edit of ${args.path} was withdrawn by a probe while this executor was paused; not written`);
+        }
+        throw err;
       }
-      ctx.assertLeaseHeld();
-    } catch (err) {
-      await fs.rm(tmp, { force: true });
-      // Only the rename below changes the target: whatever failed before it (permissions, a full
-      // disk, a lost lease) provably had no effect.
-      if (err instanceof NoEffect) throw err;
-      throw new NoEffect(`could not prepare the edit of ${args.path}, file not touched: ${(err as Error).message}`);
-    }
-    await fileEditHooks.afterLeaseCheck?.(tmp, intent.path);
-    await failpoint('file_edit.after_lease_check');
-    try {
-      await fs.rename(tmp, intent.path);
-    } catch (err) {
-      // The prepared file is gone: a probe withdrew it (this executor was paused past its lease
-      // after the check above) and settled the call without us. Nothing was written.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw new NoEffect(`the prepared edit of ${args.path} was withdrawn by a probe while this executor was paused; not written`);
-      }
-      throw err;
+    } finally {
+      await dir.close();
     }
     await fileEditHooks.afterRename?.(intent.path);
     await failpoint('file_edit.after_rename');
@@ -114,9 +147,17 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     // the rename can no longer apply the edit after this verdict. If the rename already happened,
     // there is nothing to withdraw and the file's hash tells.
     if (intent.tmp_path) await fs.rm(intent.tmp_path, { force: true });
-    const current = await readIfFile(intent.path);
-    if (current === null) return { verdict: 'unknown', detail: `${intent.path} no longer exists` };
-    const hash = sha256(current);
+    let bytes: Buffer | NotAFile | { tooLarge: number };
+    try {
+      bytes = await readChecked(intent.path);
+    } catch (err) {
+      if (err instanceof PathChanged) return { verdict: 'unknown', detail: err.message };
+      throw err;
+    }
+    if (bytes === 'missing') return { verdict: 'unknown', detail: `${intent.path} no longer exists` };
+    if (bytes === 'not_a_file') return { verdict: 'unknown', detail: `${intent.path} is no longer a regular file` };
+    if ('tooLarge' in bytes) return { verdict: 'unknown', detail: `${intent.path} grew to ${bytes.tooLarge} bytes` };
+    const hash = sha256(bytes.toString('utf8'));
     if (hash === intent.sha256_after) {
       return { verdict: 'applied', result: resultFor(args, intent), detail: `sha256 ${short(hash)} = expected after` };
     }
@@ -129,6 +170,35 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     };
   },
 };
+
+type NotAFile = 'missing' | 'not_a_file';
+
+/** The bytes of the regular file at the checked real path (checked-open.ts), within the size cap; throws PathChanged. */
+async function readChecked(real: string): Promise<Buffer | NotAFile | { tooLarge: number }> {
+  const file = await openCheckedFile(real);
+  if (file.kind !== 'file') return file.kind;
+  try {
+    if (file.size > MAX_TEXT_FILE_BYTES) return { tooLarge: file.size };
+    return await file.handle.readFile();
+  } finally {
+    await file.handle.close();
+  }
+}
+
+/** Bytes, mode and owner of the checked file, opened through a held directory; null when it is gone or not a regular file. */
+async function readCheckedWithMode(
+  real: string,
+  via: string,
+): Promise<{ bytes: Buffer; mode: number; uid: number; gid: number } | null | 'too_large'> {
+  const file = await openCheckedFile(real, via);
+  if (file.kind !== 'file') return null;
+  try {
+    if (file.size > MAX_TEXT_FILE_BYTES) return 'too_large';
+    return { bytes: await file.handle.readFile(), mode: file.mode, uid: file.uid, gid: file.gid };
+  } finally {
+    await file.handle.close();
+  }
+}
 
 function resultFor(args: FileEditArgs, intent: FileEditIntent): Observation {
   const n = intent.matches;
@@ -149,16 +219,6 @@ export function countOccurrences(text: string, needle: string): number {
   let count = 0;
   for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) count++;
   return count;
-}
-
-async function readIfFile(p: string): Promise<string | null> {
-  try {
-    return await fs.readFile(p, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return null;
-    throw err;
-  }
 }
 
 const sha256 = (text: string) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');

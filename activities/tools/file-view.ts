@@ -19,7 +19,9 @@ export const fileView: ReadOnlyTool<FileViewArgs> = {
       case 'missing':
         return failed(`${args.path}: no such file`);
       case 'not_a_file':
-        return failed(`${args.path}: not a regular file`);
+        return failed(`${args.path}: not a regular file (file_view reads regular files only)`);
+      case 'changed':
+        return failed(`refused: ${args.path}: ${file.reason}`);
       case 'binary':
         return failed(`${args.path}: binary file (contains NUL bytes); file_view shows text only`);
       case 'too_large':

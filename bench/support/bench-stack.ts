@@ -61,7 +61,14 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
     const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => options.log(m) };
     fs.writeFileSync(bundles.settle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
     fs.writeFileSync(bundles.plain, (await bundleWorkflowCode({ workflowsPath: PLAIN_WORKFLOWS_PATH, logger: quiet })).code);
-    const env = { ...process.env, TEMPORAL_ADDRESS: stack.temporal.address, DATABASE_URL: stack.databaseUrl };
+    // Workspaces of the benchmarks live in workDir/ws (bench/e2e.ts): the settle worker's root.
+    fs.mkdirSync(path.join(workDir, 'ws'), { recursive: true });
+    const env = {
+      ...process.env,
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      DATABASE_URL: stack.databaseUrl,
+      SETTLE_WORKSPACE_ROOT: path.join(workDir, 'ws'),
+    };
     const settleWorker = await spawnWorker(
       'workers/worker.ts',
       { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: 'settle' },

@@ -53,6 +53,8 @@ export class WorkerProcess {
         TEMPORAL_ADDRESS: options.temporalAddress,
         DATABASE_URL: options.databaseUrl,
         TEMPORAL_TASK_QUEUE: options.taskQueue,
+        // The harnesses create workspaces in the OS temp dir (the default root is .settle/workspaces).
+        SETTLE_WORKSPACE_ROOT: options.env?.SETTLE_WORKSPACE_ROOT ?? fs.realpathSync(os.tmpdir()),
         SETTLE_FAILPOINTS: options.failpoints ?? '',
         ...(options.workflowBundlePath ? { SETTLE_WORKFLOW_BUNDLE: options.workflowBundlePath } : {}),
       },

@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { canonicalJson, canonicalJsonOfValidated } from '../jcs';
+import { canonicalJsonOfValidated } from '../jcs';
 
 export const RIGHTS = ['read', 'write', 'exec', 'connect'] as const;
 export type Right = (typeof RIGHTS)[number];
@@ -57,7 +57,12 @@ export type CapabilityBody = z.output<typeof CapabilityBody>;
 export const CapabilityToken = z
   .object({
     body: CapabilityBody,
-    sig: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'be a base64url HMAC-SHA-256 (43 characters)'),
+    // 43 characters carry 258 bits for a 256-bit MAC: the last character's two low bits are unused,
+    // so four spellings would decode to one signature. Only the canonical one (unused bits zero,
+    // as every encoder writes it) is accepted.
+    sig: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/, 'be the canonical base64url encoding of an HMAC-SHA-256 (43 characters)'),
   })
   .strict();
 
@@ -93,7 +98,11 @@ export function signingInput(body: CapabilityBody): Uint8Array {
   return utf8.encode(signingText(body));
 }
 
-/** Names a token (budget accounting, parent links): hex SHA-256 of JCS of the whole token. */
+/**
+ * Names a token (budget accounting, parent links): hex SHA-256 of the signed text (JCS of the
+ * body). The body, not the signature's spelling: one body is one token, whatever encodes its MAC
+ * (HMAC is deterministic, so a valid body has exactly one signature).
+ */
 export function tokenDigest(token: CapabilityToken): string {
-  return bytesToHex(sha256(utf8.encode(canonicalJson(token))));
+  return bytesToHex(sha256(utf8.encode(signingText(token.body))));
 }

@@ -55,7 +55,7 @@ function mint(over: Partial<Parameters<typeof sign>[0]> = {}, r: KeyRing = ring)
 }
 
 let keySeq = 0;
-async function check(token: unknown, target: Target, over: Partial<AccessRequest> = {}, withBudget = false) {
+async function check(token: unknown, target: Target, over: Partial<AccessRequest & { key: string }> = {}, withBudget = false) {
   const req = {
     op: 'read' as const,
     target,
@@ -285,5 +285,79 @@ describe('key ring', () => {
     expect(() => loadKeyRing({})).toThrow(/^SETTLE_CAP_KEYS must be set/);
     expect(() => loadKeyRing({ SETTLE_CAP_KEYS: `k:${Buffer.alloc(8).toString('base64')}` })).toThrow(/at least 32 bytes/);
     expect(() => loadKeyRing({ SETTLE_CAP_KEYS: '@/nonexistent/keys' })).toThrow(/SETTLE_CAP_KEYS must name a readable file/);
+  });
+});
+
+describe('issue 12: attacks that got through before', () => {
+  it('item 8: only the canonical spelling of a signature verifies, and budgets follow the body, not the spelling', async () => {
+    const token = mint({ aud: uniqueId('malleable'), pred: { max_cost: 5, budget: 2 } });
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(token.sig.at(-1)!);
+    expect(last % 4).toBe(0); // canonical: the two unused low bits are zero
+    const spellings = [0, 1, 2, 3].map((bits) => ({ body: token.body, sig: token.sig.slice(0, -1) + alphabet[last + bits]! }));
+    // All four decode to the same 32 bytes.
+    expect(new Set(spellings.map((s) => Buffer.from(s.sig, 'base64url').toString('hex'))).size).toBe(1);
+    let allowed = 0;
+    for (const [i, spelling] of spellings.entries()) {
+      for (let call = 0; call < 3; call++) {
+        const verdict = await check(spelling, p(ws), { audience: token.body.aud, key: `${token.body.aud}:${i}:${call}` }, true);
+        if (verdict.allowed) allowed++;
+        else if (i > 0) expect(verdict).toMatchObject({ component: 'format' });
+      }
+    }
+    expect(allowed).toBe(2); // the budget, once — not once per spelling
+    expect(new Set(spellings.map((s) => tokenDigest(s))).size).toBe(1);
+    expect(await budgets.get(tokenDigest(token))).toMatchObject({ budget: 2, spent: 2 });
+  });
+
+  it('item 9: a child object naming a symlink that leads out is refused at attenuation, and grants nothing at access', async () => {
+    const linked = tempWorkspace('cap-link');
+    fs.symlinkSync(outside, path.join(linked, 'link-out'));
+    const parent = mint({ aud: uniqueId('parent'), objects: [`path:${linked}`] });
+    const secret = path.join(linked, 'link-out', 'secret.txt');
+    // The parent itself may not read through the link.
+    expect(await check(parent, p(secret), { audience: parent.body.aud })).toMatchObject({ allowed: false, component: 'objects' });
+    const request: ChildRequest = {
+      aud: uniqueId('child'),
+      rights: ['read'],
+      objects: [`path:${linked}/link-out`],
+      max_cost: 1,
+      budget: 1,
+      exp: Date.now() + HOUR / 2,
+    };
+    expect(await attenuate(parent, request, parent.body.aud, { ring, budgets })).toMatchObject({
+      ok: false,
+      component: 'objects',
+      reason: expect.stringContaining(`resolves to ${outside} through a symlink`),
+    });
+    // A child signed while link-out was still a plain directory: the link made afterwards grants nothing either.
+    const child = sign(
+      {
+        v: 1,
+        aud: request.aud,
+        rights: ['read'],
+        objects: request.objects,
+        pred: { max_cost: 1, budget: 1 },
+        exp: request.exp,
+        parent: tokenDigest(parent),
+        depth: 1,
+      },
+      ring,
+    );
+    expect(await check(child, p(secret), { audience: child.body.aud })).toMatchObject({
+      allowed: false,
+      component: 'objects',
+      reason: expect.stringContaining('through a symlink and grants nothing'),
+    });
+  });
+
+  it('item 15: a token verified once does not make an extra top-level member acceptable', async () => {
+    const token = mint();
+    expect(await check(token, p(ws))).toEqual({ allowed: true }); // verified, remembered
+    expect(await check({ ...token, extra: 'anything' }, p(ws))).toMatchObject({ allowed: false, component: 'format' });
+    expect(await check({ ...token, sig: token.sig, body: token.body, admin: true }, p(ws))).toMatchObject({
+      allowed: false,
+      component: 'format',
+    });
   });
 });

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it, inject } from 'vitest';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { settleCallUpdate } from '../../workflows/trajectory';
 import type { TrajectoryResult } from '../../workflows/trajectory';
-import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
@@ -37,6 +37,7 @@ function startWorkerProcess(
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       DATABASE_URL: inject('databaseUrl'),
       TEMPORAL_TASK_QUEUE: taskQueue,
+      SETTLE_WORKSPACE_ROOT: testWorkspaceRoot(),
       SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
       SETTLE_FAILPOINTS: failpoints,
     },

@@ -6,7 +6,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { runSettle } from '../support/cli';
-import { startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
+import { openTestDb, startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
+import { SettleClient } from '../../client/index';
+import { loadKeyRing } from '../../activities/capability/keyring';
+import { BudgetStore } from '../../activities/capability/budget-store';
+import { tokenDigest, type CapabilityToken } from '../../core/capability/token';
 
 const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 const KEYS = `k1:${Buffer.alloc(32, 3).toString('base64')}`;
@@ -65,46 +69,52 @@ describe('settle cap', () => {
     const child = path.join(dir, 'child.json');
     expect(
       (
-        await settle([
-          'cap',
-          'attenuate',
-          '--parent',
-          root,
-          '--audience',
-          't/sub-1',
-          '--rights',
-          'read',
-          '--objects',
-          `path:${dir}/sub`,
-          '--max-cost',
-          '5',
-          '--budget',
-          '10',
-          '--expires-in',
-          '30m',
-          '--out',
-          child,
-        ])
+        await settle(
+          [
+            'cap',
+            'attenuate',
+            '--parent',
+            root,
+            '--audience',
+            't/sub-1',
+            '--rights',
+            'read',
+            '--objects',
+            `path:${dir}/sub`,
+            '--max-cost',
+            '5',
+            '--budget',
+            '10',
+            '--expires-in',
+            '30m',
+            '--out',
+            child,
+          ],
+          { DATABASE_URL: inject('databaseUrl') },
+        )
       ).code,
     ).toBe(0);
-    const wider = await settle([
-      'cap',
-      'attenuate',
-      '--parent',
-      root,
-      '--audience',
-      't/sub-2',
-      '--rights',
-      'read,exec',
-      '--objects',
-      `path:${dir}`,
-      '--max-cost',
-      '5',
-      '--budget',
-      '10',
-      '--expires-in',
-      '30m',
-    ]);
+    const wider = await settle(
+      [
+        'cap',
+        'attenuate',
+        '--parent',
+        root,
+        '--audience',
+        't/sub-2',
+        '--rights',
+        'read,exec',
+        '--objects',
+        `path:${dir}`,
+        '--max-cost',
+        '5',
+        '--budget',
+        '10',
+        '--expires-in',
+        '30m',
+      ],
+      { DATABASE_URL: inject('databaseUrl') },
+    );
     expect(wider.code).toBe(3);
     expect(wider.stderr.trim()).toBe('settle: attenuation refused (rights): the child asks for exec, which the parent does not hold');
 
@@ -233,5 +243,110 @@ describe('settle start / status', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr.trim().startsWith(message)).toBe(true);
     }
+  });
+});
+
+describe('a token from `settle cap attenuate` (issue 12, item 16)', () => {
+  let worker: RunningWorker;
+  beforeAll(async () => {
+    worker = await startTestWorker({ keyRing: loadKeyRing({ SETTLE_CAP_KEYS: KEYS }) });
+  });
+  afterAll(() => worker?.stop());
+
+  it('is usable end to end: its budget is reserved from the parent’s, and a trajectory holding it reads and spends', async () => {
+    const ws = tempWorkspace('cli-attenuated');
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'hello\n');
+    const parentId = uniqueId('cli-parent');
+    const childId = uniqueId('cli-child');
+    const root = path.join(ws, 'root.json');
+    const child = path.join(ws, 'child.json');
+    const common = ['--max-cost', '2', '--expires-in', '30m'];
+    expect(
+      (
+        await settle([
+          'cap',
+          'mint',
+          '--audience',
+          parentId,
+          '--rights',
+          'read,write',
+          '--objects',
+          `path:${ws}`,
+          '--budget',
+          '20',
+          '--max-cost',
+          '2',
+          '--expires-in',
+          '1h',
+          '--out',
+          root,
+        ])
+      ).code,
+    ).toBe(0);
+    const attenuated = await settle(
+      [
+        'cap',
+        'attenuate',
+        '--parent',
+        root,
+        '--audience',
+        childId,
+        '--rights',
+        'read',
+        '--objects',
+        `path:${ws}`,
+        '--budget',
+        '5',
+        ...common,
+        '--out',
+        child,
+      ],
+      { DATABASE_URL: inject('databaseUrl') },
+    );
+    expect(attenuated.stderr).toBe('');
+    expect(attenuated.code).toBe(0);
+    const token = JSON.parse(fs.readFileSync(child, 'utf8')) as CapabilityToken;
+    const parentToken = JSON.parse(fs.readFileSync(root, 'utf8')) as CapabilityToken;
+
+    const settleClient = new SettleClient(worker.client, worker.taskQueue);
+    await settleClient.start(childId, {
+      workspace: ws,
+      capability: token,
+      turns: [{ turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: path.join(ws, 'a.txt'), offset: 1, limit: 5 } }] }],
+    });
+    const result = await settleClient.result(childId);
+    expect(result.calls.map((c) => [c.resolution, c.observation?.error ?? null])).toEqual([['read', null]]);
+    expect(result.calls[0]!.observation!.output).toContain('hello');
+
+    const db = openTestDb(1);
+    try {
+      const budgets = new BudgetStore(db);
+      expect(await budgets.get(tokenDigest(token))).toMatchObject({ budget: 5, spent: 1, parentDigest: tokenDigest(parentToken) });
+      expect(await budgets.get(tokenDigest(parentToken))).toMatchObject({ budget: 20, reserved: 5 });
+    } finally {
+      await db.destroy();
+    }
+
+    // Without a database the CLI cannot reserve the budget: it says so instead of printing a token that would always be denied.
+    const noDb = await settle(
+      [
+        'cap',
+        'attenuate',
+        '--parent',
+        root,
+        '--audience',
+        uniqueId('x'),
+        '--rights',
+        'read',
+        '--objects',
+        `path:${ws}`,
+        '--budget',
+        '1',
+        ...common,
+      ],
+      { DATABASE_URL: '' },
+    );
+    expect(noDb.code).toBe(2);
+    expect(noDb.stderr.trim()).toMatch(/^settle: DATABASE_URL: must be set .*: settle cap attenuate reserves the child's budget/);
   });
 });

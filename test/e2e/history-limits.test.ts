@@ -10,11 +10,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SettleClient } from '../../client/index';
 import { MAX_ARGS_CHARS } from '../../core/trajectory-input';
 import { MAX_TURN_RESULT_CHARS, MAX_TURN_TOOL_MESSAGES_CHARS } from '../../core/history-budget';
-import { startChatServer } from '../support/chat-server';
+import { startChatServer, type ScriptedReply } from '../support/chat-server';
 import { startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
 
 let worker: RunningWorker;
 let settle: SettleClient;
+
+/** A scripted model server the test worker's operator allows (SETTLE_MODEL_ENDPOINTS). */
+async function serve(script: ScriptedReply[]) {
+  const server = await startChatServer(script);
+  worker.allowModelEndpoint(server.baseUrl);
+  return server;
+}
 
 beforeAll(async () => {
   worker = await startTestWorker();
@@ -48,7 +55,7 @@ describe('history limits', () => {
       arguments: JSON.stringify({ path: file, offset: 1 + (i % 4) * 500, limit: 500 }),
     }));
     const huge = (n: number) => JSON.stringify({ path: file, old_str: 'x'.repeat(n), new_str: 'y' });
-    const server = await startChatServer([
+    const server = await serve([
       { tool_calls: reads },
       {
         tool_calls: [

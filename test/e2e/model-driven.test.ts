@@ -8,22 +8,29 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SettleClient } from '../../client/index';
 import { publishedCatalog } from '../../core/tools/catalog';
-import { startChatServer } from '../support/chat-server';
+import { startChatServer, type ScriptedReply } from '../support/chat-server';
 import { sql } from 'kysely';
 import { openTestDb, startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
 
 let worker: RunningWorker;
 let settle: SettleClient;
+
+/** A scripted model server the test worker's operator allows (SETTLE_MODEL_ENDPOINTS). */
+async function serve(script: ScriptedReply[]) {
+  const server = await startChatServer(script);
+  worker.allowModelEndpoint(server.baseUrl);
+  return server;
+}
 const API_KEY = `sk-test-${uniqueId('secret')}`;
 
 beforeAll(async () => {
-  process.env.SETTLE_TEST_MODEL_KEY = API_KEY; // the in-process worker reads it, the workflow never sees it
+  process.env.TEST_MODEL_KEY = API_KEY; // the in-process worker reads it (its operator allows it), the workflow never sees it
   worker = await startTestWorker();
   settle = new SettleClient(worker.client, worker.taskQueue);
 });
 afterAll(async () => {
   await worker?.stop();
-  delete process.env.SETTLE_TEST_MODEL_KEY;
+  delete process.env.TEST_MODEL_KEY;
 });
 
 describe('model-driven trajectory', () => {
@@ -31,7 +38,7 @@ describe('model-driven trajectory', () => {
     const ws = tempWorkspace('model');
     const file = path.join(ws, 'app.ts');
     fs.writeFileSync(file, "const greeting = 'hi';\n");
-    const server = await startChatServer([
+    const server = await serve([
       { tool_calls: [{ id: 'call_a', name: 'file_edit', arguments: JSON.stringify({ path: file, old_str: "'hi'" }) }] }, // new_str missing
       { tool_calls: [{ id: 'call_b', name: 'file_edit', arguments: JSON.stringify({ path: file, old_str: "'hi'", new_str: "'hello'" }) }] },
       { content: 'Changed the greeting to hello.' },
@@ -40,7 +47,7 @@ describe('model-driven trajectory', () => {
       const id = uniqueId('model');
       await settle.start(id, {
         workspace: ws,
-        model: { baseUrl: server.baseUrl, model: 'scripted-model', apiKeyEnv: 'SETTLE_TEST_MODEL_KEY', task: 'Say hello instead of hi.' },
+        model: { baseUrl: server.baseUrl, model: 'scripted-model', apiKeyEnv: 'TEST_MODEL_KEY', task: 'Say hello instead of hi.' },
       });
       const result = await settle.result(id);
 
@@ -81,7 +88,7 @@ describe('model-driven trajectory', () => {
 
   it('answers arguments that are not JSON, and stops at the turn limit', async () => {
     const ws = tempWorkspace('model');
-    const server = await startChatServer([
+    const server = await serve([
       { tool_calls: [{ id: 'x1', name: 'file_view', arguments: '{"path": "/a", offset: 1' }] },
       { tool_calls: [{ id: 'x2', name: 'grep_search', arguments: JSON.stringify({ pattern: 'nothing', path: ws }) }] },
     ]);
@@ -104,7 +111,7 @@ describe('model-driven trajectory', () => {
   it('answers arguments that are not I-JSON (a repeated member, a rounded number, deep nesting) as malformed calls, never a failed task', async () => {
     const ws = tempWorkspace('model');
     const deep = `{"path": "${ws}/a", "x": ${'['.repeat(100)}${']'.repeat(100)}}`;
-    const server = await startChatServer([
+    const server = await serve([
       {
         tool_calls: [
           { id: 'd1', name: 'file_view', arguments: `{"path": "${ws}/a", "path": "${ws}/b"}` },
@@ -136,7 +143,7 @@ describe('model-driven trajectory', () => {
 
   it('stops when the token budget is spent', async () => {
     const ws = tempWorkspace('model');
-    const server = await startChatServer([
+    const server = await serve([
       { tool_calls: [{ id: 't1', name: 'grep_search', arguments: JSON.stringify({ pattern: 'a', path: ws }) }], total_tokens: 600 },
       { tool_calls: [{ id: 't2', name: 'grep_search', arguments: JSON.stringify({ pattern: 'b', path: ws }) }], total_tokens: 600 },
       { content: 'never asked' },

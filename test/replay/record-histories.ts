@@ -16,6 +16,7 @@ import { Client, Connection } from '@temporalio/client';
 import { startStack } from '../../stack/index';
 import { findTemporalCli } from '../../stack/temporal';
 import { createSettleWorker } from '../../workers/create-worker';
+import { makeWorkerPolicy, modelEndpoint } from '../../activities/worker-policy';
 import { installRuntime } from '../../workers/runtime';
 import { SettleClient } from '../../client/index';
 import { demoTurns, prepareWorkspace } from '../../cli/demo';
@@ -34,9 +35,18 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-record-'));
   fs.chmodSync(dataDir, 0o755);
   const stack = await startStack({ postgres: { dataDir: path.join(dataDir, 'pg'), ephemeral: true } });
+  fs.mkdirSync(path.join(dataDir, 'ws'));
+  const policy = makeWorkerPolicy({
+    workspaceRoot: path.join(dataDir, 'ws'),
+    modelEndpoints: [],
+    modelKeyEnvs: [],
+    allowNoCapability: false,
+  });
   const worker = await createSettleWorker({
     temporal: { address: stack.temporal.address, taskQueue: 'record' },
     databaseUrl: stack.databaseUrl,
+    // Workspaces in dataDir/ws; the scripted model server's port is allowed once it is known.
+    policy,
   });
   const running = worker.run();
   const connection = await Connection.connect({ address: stack.temporal.address });
@@ -126,6 +136,7 @@ async function main(): Promise<void> {
       },
       { content: 'done' },
     ]);
+    (policy.modelEndpoints as string[]).push(modelEndpoint(server.baseUrl));
     await settle.start('replay-model', { workspace: modelWs, model: { baseUrl: server.baseUrl, model: 'scripted', task: 'rename greet' } });
     await settle.result('replay-model');
     await server.close();

@@ -13,6 +13,7 @@ import { createSettleWorker } from '../../workers/create-worker';
 import { handOverWorkspace } from '../../activities/tools/sandbox-identity';
 import { installRuntime } from '../../workers/runtime';
 import type { KeyRing } from '../../activities/capability/keyring';
+import { makeWorkerPolicy, modelEndpoint, type WorkerPolicy } from '../../activities/worker-policy';
 import './provided-context';
 
 export function uniqueId(prefix: string): string {
@@ -36,18 +37,40 @@ export function testStore(db: Kysely<SettleDatabase>): EndpointStore {
 export interface RunningWorker {
   client: Client;
   taskQueue: string;
+  /** The worker's policy, as its operator would set it. */
+  policy: WorkerPolicy;
+  /** Lets this worker call a model server started by the test (SETTLE_MODEL_ENDPOINTS, for a port chosen at run time). */
+  allowModelEndpoint(baseUrl: string): void;
   stop(): Promise<void>;
 }
 
-/** A real worker (workflows from the run's bundle) on its own task queue, plus a client. */
-export async function startTestWorker(options: { keyRing?: KeyRing | null } = {}): Promise<RunningWorker> {
+/** The test workers' workspace root: the OS temp dir, where tempWorkspace() creates workspaces. */
+export function testWorkspaceRoot(): string {
+  return fs.realpathSync(os.tmpdir());
+}
+
+/**
+ * A real worker (workflows from the run's bundle) on its own task queue, plus a client. Its
+ * policy: workspaces under the OS temp dir (tempWorkspace), model keys only from TEST_MODEL_KEY,
+ * model endpoints only those a test allows; everything else as the defaults (no development mode).
+ */
+export async function startTestWorker(options: { keyRing?: KeyRing | null; policy?: Partial<WorkerPolicy> } = {}): Promise<RunningWorker> {
   installRuntime('WARN');
   const taskQueue = uniqueId('tq');
+  const policy = makeWorkerPolicy({
+    workspaceRoot: testWorkspaceRoot(),
+    modelEndpoints: [],
+    modelKeyEnvs: ['TEST_MODEL_KEY'],
+    allowNoCapability: false,
+    ...options.policy,
+  });
   const worker = await createSettleWorker({
     temporal: { address: inject('temporalAddress'), taskQueue },
     databaseUrl: inject('databaseUrl'),
     workflowBundle: { codePath: inject('workflowBundlePath') },
     keyRing: options.keyRing ?? null,
+    policy,
+    warn: () => {},
   });
   const running = worker.run();
   const connection = await Connection.connect({ address: inject('temporalAddress') });
@@ -55,6 +78,8 @@ export async function startTestWorker(options: { keyRing?: KeyRing | null } = {}
   return {
     client,
     taskQueue,
+    policy,
+    allowModelEndpoint: (baseUrl) => (policy.modelEndpoints as string[]).push(modelEndpoint(baseUrl)),
     stop: async () => {
       worker.shutdown();
       await running;
