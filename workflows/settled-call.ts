@@ -240,10 +240,10 @@ export class SettledCall {
       if (current && probe.final) {
         // The probe says no later probe could tell either (e.g. a shell command that died mid-run):
         // wait for a person, without timers or re-probing.
-        return this.awaitOperator(probe.generation, null, `the probe cannot tell, and no later probe could (${probe.detail})`);
+        return this.awaitOperator(probe.generation, null, `the probe cannot tell, and no later probe could: ${codeSpan(probe.detail)}`);
       }
       const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
-      const settled = await this.awaitOperator(probe.generation, delayMs, `the probe cannot tell (${probe.detail})`, current);
+      const settled = await this.awaitOperator(probe.generation, delayMs, `the probe cannot tell: ${codeSpan(probe.detail)}`, current);
       if (settled) return settled;
     }
   }

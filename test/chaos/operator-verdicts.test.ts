@@ -1,10 +1,12 @@
 /**
  * Operator verdicts belong to one (key, generation), and an IN_DOUBT record can always be settled
  * by an operator — while its trajectory waits, and after the trajectory ended. Real worker
- * processes, killed (SIGKILL) right after a shell command ran, so each generation's effect is
- * unknown to settle.
+ * processes, killed (SIGKILL) right after a shell command ran, each on its own "host": its run
+ * markers (activities/tools/shell-markers.ts) go with it, so each generation's effect is unknown
+ * to settle and only an operator can settle it.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -24,16 +26,27 @@ afterAll(async () => {
   await db.destroy();
 });
 
+const runsDirs = new Map<WorkerProcess, string>();
+
 function startWorker(taskQueue: string, failpoints = ''): WorkerProcess {
+  const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-verdict-runs-'));
   const w = WorkerProcess.start({
     temporalAddress: inject('temporalAddress'),
     databaseUrl: inject('databaseUrl'),
     taskQueue,
     workflowBundlePath: inject('workflowBundlePath'),
     failpoints,
+    env: { SETTLE_RUNS_DIR: runsDir },
   });
+  runsDirs.set(w, runsDir);
   workers.push(w);
   return w;
+}
+
+/** The killed worker's host is gone, and its run markers with it: a probe can no longer tell. */
+async function hostGone(w: WorkerProcess): Promise<void> {
+  expect((await w.exited).signal).toBe('SIGKILL');
+  fs.rmSync(runsDirs.get(w)!, { recursive: true, force: true });
 }
 
 async function startShellTrajectory(client: Client, taskQueue: string) {
@@ -89,9 +102,9 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       const { handle, trajectoryId, log } = await startShellTrajectory(client, taskQueue);
       // Generation 1 runs the command on worker A, which dies before recording it.
       const a = startWorker(taskQueue, 'bash_execute.after_run=kill');
-      expect((await a.exited).signal).toBe('SIGKILL');
+      await hostGone(a);
       const key = await keyOf(trajectoryId);
-      // Worker B finds it IN_DOUBT, cannot probe a shell command, and waits for an operator.
+      // Worker B finds it IN_DOUBT, cannot read A's run markers, and waits for an operator.
       const b = startWorker(taskQueue, 'bash_execute.after_run=kill');
       await waitingForOperator(handle, key, 1);
       // The operator (wrongly) says generation 1 did not run: generation 2 runs it on B, and B dies too.
@@ -103,7 +116,7 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       );
       expect(wrong.stderr).toBe('');
       expect(wrong.code).toBe(0);
-      expect((await b.exited).signal).toBe('SIGKILL');
+      await hostGone(b);
 
       // Generation 2 is IN_DOUBT: carol's verdict was about generation 1 and must not settle it.
       startWorker(taskQueue);
@@ -139,7 +152,7 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
     try {
       const { handle, trajectoryId, log } = await startShellTrajectory(client, taskQueue);
       const a = startWorker(taskQueue, 'bash_execute.after_run=kill');
-      expect((await a.exited).signal).toBe('SIGKILL');
+      await hostGone(a);
       const key = await keyOf(trajectoryId);
       startWorker(taskQueue);
       await waitingForOperator(handle, key, 1);

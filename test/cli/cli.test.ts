@@ -153,7 +153,9 @@ describe('settle records / show', () => {
   it('rejects a bad state, a malformed key, an unknown key, and a missing database with exit 2', async () => {
     const env = { DATABASE_URL: inject('databaseUrl') };
     expect(await settle(['records', '--state', 'DONE'], { env })).toMatchObject({ code: 2 });
-    expect((await settle(['show', 'abc'], { env })).stderr.trim()).toBe('settle: KEY: must be 64 lowercase hex digits (got "abc")');
+    expect((await settle(['show', 'abc'], { env })).stderr.trim()).toBe(
+      'settle: KEY: must be the 64 lowercase hex digits of a key, or a unique prefix of at least 8 (got "abc")',
+    );
     expect((await settle(['show', 'f'.repeat(64)], { env })).stderr).toMatch(/no endpoint record/);
     const noDb = await settle(['records'], { env: { DATABASE_URL: '' } });
     expect(noDb.code).toBe(2);

@@ -249,10 +249,12 @@ describe('outcomes, summaries, approvals', () => {
   });
 
   it("a parent's status names its sub-agents", async () => {
-    // The link is the SettleParentTrajectory search attribute a sub-agent carries.
+    // The link is the SettleParentTrajectory search attribute a sub-agent carries. (Ids under
+    // `<parent>/sub-` are reserved for the children a parent spawns itself, so this stand-in for a
+    // sub-agent carries the attribute under another id.)
     const parent = uniqueId('parent');
     await settle.start(parent, { workspace: tempWorkspace('parent') });
-    const child = `${parent}/sub-0`;
+    const child = `${parent}-child`;
     await client.workflow.start('trajectoryWorkflow', {
       taskQueue: worker.taskQueue,
       workflowId: child,
