@@ -69,13 +69,13 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
       return {
         verdict: 'unknown',
         detail: `no run markers were kept for this execution of ${command}; an operator must settle it`,
-        final: true,
       };
     }
     const facts = await inspectRun(intent.runs, at.key, at.generation);
     switch (facts.kind) {
       case 'unreachable':
-        return { verdict: 'unknown', detail: `${facts.detail}; an operator must settle ${command}`, final: true };
+        // Another host's markers, or a wiped state directory: its worker may still record the end.
+        return { verdict: 'unknown', detail: `${facts.detail}; an operator must settle ${command}` };
       case 'not_started':
         return {
           verdict: 'not_applied',
@@ -100,9 +100,10 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
         return {
           verdict: 'unknown',
           detail: `${command} started and no exit was recorded: ${state}; markers in ${facts.dir}. An operator must settle it`,
-          // Still running (a paused worker): a later probe may find its exit marker. Otherwise
-          // nothing will change until a person looks.
-          final: running.kind !== 'running',
+          // Final only when nobody alive can still record how it ended (its worker is gone and
+          // the command is not running): then nothing changes until a person looks. A worker
+          // that is alive, even paused, may yet complete the record, and a later probe sees it.
+          final: running.kind === 'not_running' && running.workerGone,
         };
       }
     }

@@ -85,7 +85,8 @@ export type RunFacts =
 
 export type Liveness =
   | { kind: 'running'; pid: number; workerAlive: boolean; workerStopped: boolean }
-  | { kind: 'not_running'; why: string }
+  /** `workerGone`: nobody can still record how it ended (its worker is dead or its host restarted). */
+  | { kind: 'not_running'; why: string; workerGone: boolean }
   | { kind: 'cannot_tell'; why: string };
 
 /** The root of run directories: SETTLE_RUNS_DIR, else $XDG_STATE_HOME/settle/runs, else ~/.local/state/settle/runs. */
@@ -212,7 +213,11 @@ async function liveness(dir: string, worker: ProcessIdentity): Promise<Liveness>
   const here = selfIdentity();
   if (worker.boot_id !== here.boot_id) {
     return worker.host === here.host
-      ? { kind: 'not_running', why: `this host restarted since the command started (boot ${worker.boot_id.slice(0, 8)}…)` }
+      ? {
+          kind: 'not_running',
+          why: `this host restarted since the command started (boot ${worker.boot_id.slice(0, 8)}…)`,
+          workerGone: true,
+        }
       : { kind: 'cannot_tell', why: `it started on host ${worker.host}; this probe runs on ${here.host}` };
   }
   const pidText = await readIfExists(path.join(dir, 'pid'));
@@ -222,7 +227,7 @@ async function liveness(dir: string, worker: ProcessIdentity): Promise<Liveness>
     // Its worker died between the start marker and the spawn, or just after the spawn: a
     // sandboxed command dies with its worker, and a spawn that never happened runs nothing.
     return workerState === 'gone'
-      ? { kind: 'not_running', why: `its worker (pid ${worker.pid}) is gone and no process was recorded` }
+      ? { kind: 'not_running', why: `its worker (pid ${worker.pid}) is gone and no process was recorded`, workerGone: true }
       : {
           kind: 'cannot_tell',
           why: `its worker (pid ${worker.pid}) is alive${workerState === 'stopped' ? ' but stopped' : ''} and recorded no process yet`,
@@ -234,7 +239,7 @@ async function liveness(dir: string, worker: ProcessIdentity): Promise<Liveness>
       workerState === 'gone'
         ? `its worker (pid ${worker.pid}) is gone too`
         : `its worker (pid ${worker.pid}) is alive${workerState === 'stopped' ? ' but stopped' : ''} and may still record how it ended`;
-    return { kind: 'not_running', why: `its process (pid ${child.data.pid}) has ended; ${recorder}` };
+    return { kind: 'not_running', why: `its process (pid ${child.data.pid}) has ended; ${recorder}`, workerGone: workerState === 'gone' };
   }
   if (workerState === 'gone') {
     // A sandboxed command dies with its worker (bubblewrap --die-with-parent); an unsandboxed one
@@ -243,6 +248,7 @@ async function liveness(dir: string, worker: ProcessIdentity): Promise<Liveness>
     await waitUntilGone(child.data, 2_000);
     return {
       kind: 'not_running',
+      workerGone: true,
       why: `its worker (pid ${worker.pid}) is gone; its process group (pid ${child.data.pid}) ${processState(child.data) === 'gone' ? 'was killed by this probe' : 'could not be killed'}`,
     };
   }
