@@ -7,6 +7,8 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     include: ['test/**/*.test.ts'],
+    // The production lane's own files need its server and workers (npm run test:production).
+    exclude: ['test/production/**', 'node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     server: { deps: { inline: ['kysely'] } },

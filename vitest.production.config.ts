@@ -9,6 +9,7 @@ export default defineConfig({
   ...base,
   test: {
     ...base.test,
+    exclude: ['node_modules/**'], // the default config leaves the lane's files out
     include: [
       // Two external workers on the lane's task queue: the topology itself.
       'test/production/*.test.ts',
