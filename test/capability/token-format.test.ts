@@ -123,18 +123,25 @@ describe('capability token format check', () => {
 });
 
 describe('capability signing text', () => {
+  // Any code points, and printable ASCII with the characters around the no-escape fast path's
+  // edges (quote, backslash, DEL, controls) mixed in.
+  const edgy = fc.constantFrom('"', '\\', '\x7f', '\x1f', '\x20', '!', '#', '[', ']', '~', '\u2028', '\ud800', '😀', 'é');
+  const text = (maxLength: number) =>
+    fc.oneof(
+      fc.string({ unit: 'binary', minLength: 1, maxLength }),
+      fc.string({ minLength: 1, maxLength }),
+      fc.string({ unit: fc.oneof(fc.string({ minLength: 1, maxLength: 1 }), edgy), minLength: 1, maxLength }),
+    );
   const body = fc.record({
     v: fc.constant(1 as const),
     kid: fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/),
-    aud: fc.string({ unit: 'binary', minLength: 1, maxLength: 255 }),
+    aud: text(255),
     rights: fc.uniqueArray(fc.constantFrom('read' as const, 'write' as const, 'exec' as const, 'connect' as const), {
       minLength: 1,
       maxLength: 4,
     }),
     objects: fc.array(
-      fc
-        .tuple(fc.constantFrom('path:', 'host:', 'repo:'), fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }))
-        .map(([p, s]) => p + s),
+      fc.tuple(fc.constantFrom('path:', 'host:', 'repo:'), text(40)).map(([p, s]) => p + s),
       { minLength: 1, maxLength: 5 },
     ),
     pred: fc.record({ max_cost: fc.integer({ min: 0, max: 1_000_000_000 }), budget: fc.integer({ min: 0, max: 1_000_000_000_000 }) }),
