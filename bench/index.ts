@@ -7,6 +7,7 @@
  *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8)
  *   BENCH_SCALE_LEVELS (default 10,100,400)
  *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
+ *   BENCH_CPU_PROF_DIR=/dir                           the settle and plain workers write V8 CPU profiles there
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

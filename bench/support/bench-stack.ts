@@ -103,7 +103,9 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
 }
 
 async function spawnWorker(script: string, env: NodeJS.ProcessEnv, ready: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
+  // BENCH_CPU_PROF_DIR: each worker writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const profile = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, script)], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
