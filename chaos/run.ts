@@ -5,6 +5,7 @@
  *   npm run chaos -- --quick            a short fixed set (QUICK), ~3 min
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
+ *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)
  *
  * Each scenario gets its own PostgreSQL, Temporal dev server and worker processes. Effects are
  * counted from the workspaces' files, never from settle's records. Prints the table and writes it
@@ -34,8 +35,9 @@ async function main(): Promise<void> {
     .option('--only <names>', 'comma-separated scenario names')
     .option('--seed <n>', 'seed of the fault schedule and workload', '1')
     .option('--out <dir>', 'where results.json and results.md go', HERE)
+    .option('--histories <dir>', "write every trajectory's workflow history there (JSON)")
     .parse()
-    .opts<{ quick: boolean; only?: string; seed: string; out: string }>();
+    .opts<{ quick: boolean; only?: string; seed: string; out: string; histories?: string }>();
   const catalog = opts.quick ? QUICK : FULL;
   const wanted = opts.only?.split(',').map((s) => s.trim());
   const unknown = wanted?.filter((n) => !catalog.some((s) => s.name === n)) ?? [];
@@ -76,7 +78,14 @@ async function main(): Promise<void> {
     log(
       `${scenario.name}: ${scenario.description} — ${scenario.orchestrated + scenario.scripted} trajectories, ${scenario.workers} workers`,
     );
-    const result = await runScenario(scenario, { dir, workflowBundlePath, workerEntry, seed, log });
+    const result = await runScenario(scenario, {
+      dir,
+      workflowBundlePath,
+      workerEntry,
+      seed,
+      log,
+      ...(opts.histories ? { historiesDir: path.resolve(opts.histories, scenario.name) } : {}),
+    });
     results.push(result);
     log(`${scenario.name}: done in ${result.durationS} s — ${verdict(result)}`);
     for (const p of result.problems.slice(0, 20)) log(`  ${p}`);
