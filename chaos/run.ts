@@ -12,6 +12,7 @@
  * to chaos/results.json and chaos/results.md (results-quick.* with --quick). Exits 1 if any
  * scenario shows a duplicate, a lost effect, a call left in doubt or a failed trajectory.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
+  const loadAtStart = os.loadavg()[0]!;
   installRuntime('ERROR');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-chaos-'));
   fs.chmodSync(dir, 0o755); // the postgres user must reach its data directory
@@ -98,6 +100,9 @@ async function main(): Promise<void> {
     mode: opts.quick ? 'quick' : 'full',
     seed,
     host: `${os.cpus().length} cores, Node ${process.version}`,
+    // Figures from a shared machine mean little without its load (1-minute load average).
+    load: `${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end`,
+    commit: commitOf(REPO),
   };
   fs.mkdirSync(opts.out, { recursive: true });
   fs.writeFileSync(path.join(opts.out, `${name}.json`), JSON.stringify({ ...meta, results }, null, 2) + '\n');
@@ -106,6 +111,16 @@ async function main(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.rmSync(workerEntry, { force: true });
   process.exit(results.every((r) => verdict(r) === 'ok') ? 0 : 1);
+}
+
+/** The checkout's commit (with `+changes` when the tree differs from it), or `unknown`. */
+function commitOf(dir: string): string {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
+    return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? '+changes' : ''}`;
+  } catch {
+    return 'unknown';
+  }
 }
 
 const quiet = {
