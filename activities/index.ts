@@ -20,7 +20,7 @@ import { attenuate, type Attenuation } from './capability/attenuate';
 import type { KeyRing } from './capability/keyring';
 import { accessFor } from '../core/capability/access';
 import type { ChildRequest } from '../core/capability/rules';
-import { applyProbe, runSettled } from './settled/run-settled';
+import { probeRecord, runSettled } from './settled/run-settled';
 import { emitCallEvent } from './observability/events';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
@@ -288,23 +288,12 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         };
       }
       const { tool, args } = settledCall(record.tool, record.args);
-      if (record.intent == null) {
-        // No intent was recorded, so the effect cannot have started (intent precedes effect).
-        const applied = await applyProbe(store, record, { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' });
-        return { verdict: 'not_applied', detail: 'no intent recorded', state: applied.state, generation: record.generation };
-      }
-      const verdict = await tool.probe(
-        args,
-        record.intent,
-        { workspace: input.workspace },
-        { key: record.key, generation: record.generation },
-      );
-      const applied = await applyProbe(store, record, verdict);
+      const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace: input.workspace });
       const final = verdict.verdict === 'unknown' && verdict.final === true;
       return {
         verdict: verdict.verdict,
         detail: verdict.detail,
-        state: applied.state,
+        state: applied,
         generation: record.generation,
         ...(final ? { final } : {}),
       };

@@ -5,12 +5,14 @@
  *   npm run chaos -- --quick            a short fixed set (QUICK), ~3 min
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
+ *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)
  *
  * Each scenario gets its own PostgreSQL, Temporal dev server and worker processes. Effects are
  * counted from the workspaces' files, never from settle's records. Prints the table and writes it
  * to chaos/results.json and chaos/results.md (results-quick.* with --quick). Exits 1 if any
  * scenario shows a duplicate, a lost effect, a call left in doubt or a failed trajectory.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,8 +36,9 @@ async function main(): Promise<void> {
     .option('--only <names>', 'comma-separated scenario names')
     .option('--seed <n>', 'seed of the fault schedule and workload', '1')
     .option('--out <dir>', 'where results.json and results.md go', HERE)
+    .option('--histories <dir>', "write every trajectory's workflow history there (JSON)")
     .parse()
-    .opts<{ quick: boolean; only?: string; seed: string; out: string }>();
+    .opts<{ quick: boolean; only?: string; seed: string; out: string; histories?: string }>();
   const catalog = opts.quick ? QUICK : FULL;
   const wanted = opts.only?.split(',').map((s) => s.trim());
   const unknown = wanted?.filter((n) => !catalog.some((s) => s.name === n)) ?? [];
@@ -50,6 +53,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
 
+  const loadAtStart = os.loadavg()[0]!;
   installRuntime('ERROR');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-chaos-'));
   fs.chmodSync(dir, 0o755); // the postgres user must reach its data directory
@@ -76,7 +80,14 @@ async function main(): Promise<void> {
     log(
       `${scenario.name}: ${scenario.description} — ${scenario.orchestrated + scenario.scripted} trajectories, ${scenario.workers} workers`,
     );
-    const result = await runScenario(scenario, { dir, workflowBundlePath, workerEntry, seed, log });
+    const result = await runScenario(scenario, {
+      dir,
+      workflowBundlePath,
+      workerEntry,
+      seed,
+      log,
+      ...(opts.histories ? { historiesDir: path.resolve(opts.histories, scenario.name) } : {}),
+    });
     results.push(result);
     log(`${scenario.name}: done in ${result.durationS} s — ${verdict(result)}`);
     for (const p of result.problems.slice(0, 20)) log(`  ${p}`);
@@ -89,6 +100,9 @@ async function main(): Promise<void> {
     mode: opts.quick ? 'quick' : 'full',
     seed,
     host: `${os.cpus().length} cores, Node ${process.version}`,
+    // Figures from a shared machine mean little without its load (1-minute load average).
+    load: `${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end`,
+    commit: commitOf(REPO),
   };
   fs.mkdirSync(opts.out, { recursive: true });
   fs.writeFileSync(path.join(opts.out, `${name}.json`), JSON.stringify({ ...meta, results }, null, 2) + '\n');
@@ -97,6 +111,16 @@ async function main(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.rmSync(workerEntry, { force: true });
   process.exit(results.every((r) => verdict(r) === 'ok') ? 0 : 1);
+}
+
+/** The checkout's commit (with `+changes` when the tree differs from it), or `unknown`. */
+function commitOf(dir: string): string {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
+    return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? '+changes' : ''}`;
+  } catch {
+    return 'unknown';
+  }
 }
 
 const quiet = {

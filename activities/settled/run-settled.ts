@@ -56,14 +56,24 @@ export async function runSettled<Args, Intent, Result>(
     plan = { kind: 'failed', detail: `planning failed before any effect: ${message(err)}` };
   }
   await failpoint('settled.before_intent');
-  const claimSentAt = performance.now();
-  const claim = await store.claim(call, {
+  let claimSentAt = performance.now();
+  const claimOptions = {
     leaseMs: options.leaseMs,
     holder: options.holder,
     ...(options.claimDetail ? { detail: options.claimDetail } : {}),
     ...(plan.kind === 'proceed' ? { intent: plan.intent } : {}),
     ...(options.countProposal ? { countProposal: true } : {}),
-  });
+  };
+  let claim = await store.claim(call, claimOptions);
+  if (claim.kind === 'busy') {
+    // Its holder may have died (this attempt is often Temporal's retry after a missed heartbeat):
+    // its lease lapses within one lease unless renewed. Wait for that here and claim once more,
+    // rather than answer busy and have the workflow come back after the lapse (a workflow task,
+    // a timer and a new activity later). A live holder renews meanwhile: busy again, one claim spent.
+    await untilLapse(claim.leaseUntil, options);
+    claimSentAt = performance.now();
+    claim = await store.claim(call, claimOptions); // a proposal is counted once whatever the claims
+  }
   const ref: CallRef = { trajectoryId: call.trajectoryId, turn: call.turn, callId: call.callId, key: call.key, tool: call.tool };
   switch (claim.kind) {
     case 'completed':
@@ -76,6 +86,13 @@ export async function runSettled<Args, Intent, Result>(
       const detail = claim.record.detail ?? 'effect unknown';
       const cause = claim.leaseExpiredNow ? 'lease_expired' : 'found_in_doubt';
       emitCallEvent({ event: 'in_doubt', generation: claim.record.generation, cause, detail, ...ref });
+      // This claim found the holder gone: probe now, here, rather than after a workflow round trip.
+      // Best effort — the workflow probes anyway, and then finds the record settled.
+      if (claim.leaseExpiredNow) {
+        await probeRecord(store, tool, call.args, claim.record, env).catch((err: unknown) => {
+          console.warn(`settle: probe of ${call.tool} ${call.key.slice(0, 8)}… after its lease lapsed failed: ${message(err)}`);
+        });
+      }
       return { kind: 'in_doubt', generation: claim.record.generation, detail };
     }
     case 'claimed':
@@ -127,6 +144,19 @@ export async function runSettled<Args, Intent, Result>(
 type Durable = <T>(what: string, write: () => Promise<T>) => Promise<T>;
 
 /**
+ * Sleeps until just after `leaseUntil` (database clock, read against this host's: a skew only
+ * costs one more busy answer), at most one lease, heartbeating at the renewal pace meanwhile.
+ */
+async function untilLapse(leaseUntil: Date, options: RunOptions): Promise<void> {
+  const waitMs = Math.min(Math.max(0, leaseUntil.getTime() - Date.now() + 50), options.leaseMs + 50);
+  const slice = Math.max(10, Math.floor(options.leaseMs / 3));
+  for (let waited = 0; waited < waitMs; waited += slice) {
+    options.heartbeat?.();
+    await new Promise((r) => setTimeout(r, Math.min(slice, waitMs - waited)));
+  }
+}
+
+/**
  * Writes that carry knowledge only this executor has — a result, or proof that nothing happened —
  * are retried until the database answers (backoff 250 ms doubling to 1 s: one cheap statement a second at most), heartbeating meanwhile
  * so Temporal does not hand the call to another worker: the executor is alive, only the database
@@ -149,6 +179,24 @@ function durableWriter(options: RunOptions): Durable {
       }
     }
   };
+}
+
+/**
+ * Probes an IN_DOUBT record and applies the verdict. Without a recorded intent the effect cannot
+ * have started (intent precedes effect): NOT_EXECUTED without asking the tool.
+ */
+export async function probeRecord<Args, Intent, Result>(
+  store: EndpointStore,
+  tool: SettledTool<Args, Intent, Result>,
+  args: Args,
+  record: EndpointRecord,
+  env: ToolEnv,
+): Promise<{ verdict: ProbeVerdict<Result>; state: EndpointRecord['state']; applied: boolean }> {
+  const verdict: ProbeVerdict<Result> =
+    record.intent == null
+      ? { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' }
+      : await tool.probe(args, record.intent as Intent, env, { key: record.key, generation: record.generation });
+  return { verdict, ...(await applyProbe(store, record, verdict)) };
 }
 
 /**

@@ -76,11 +76,15 @@ export function textTable(results: ScenarioResult[]): string {
   return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ')).join('\n');
 }
 
-export function markdownTable(results: ScenarioResult[], meta: { generatedAt: string; mode: string; seed: number; host: string }): string {
+export function markdownTable(
+  results: ScenarioResult[],
+  meta: { generatedAt: string; mode: string; seed: number; host: string; load?: string; commit?: string },
+): string {
   const lines = [
     `# Chaos results (${meta.mode}, seed ${meta.seed})`,
     '',
-    `Generated ${meta.generatedAt} by \`npm run chaos${meta.mode === 'quick' ? ' -- --quick' : ''}\` on ${meta.host}.`,
+    `Generated ${meta.generatedAt} by \`npm run chaos${meta.mode === 'quick' ? ' -- --quick' : ''}\` on ${meta.host}` +
+      `${meta.load ? `, load average ${meta.load}` : ''}${meta.commit ? `, commit ${meta.commit}` : ''}.`,
     'Effects are counted from the workspaces’ files; recovery is the time from a fault to the',
     'moment a call it caught was settled again (probeable = settled by settle itself — its executor or a',
     'probe reading the file or the shell run markers — not by the operator).',

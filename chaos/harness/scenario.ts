@@ -46,6 +46,8 @@ export interface ScenarioEnvironment {
   temporalAddress?: string;
   seed: number;
   log: (line: string) => void;
+  /** Write every trajectory's history here as JSON (to see where a slow recovery spent its time). */
+  historiesDir?: string;
 }
 
 export interface ScenarioResult {
@@ -130,7 +132,7 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
 
     const ids = plans.map((p) => p.id);
     const trails = await callTrails(store, ids);
-    const taskFailures = await workflowTaskFailures(settle, ids);
+    const taskFailures = await workflowTaskFailures(settle, ids, env.historiesDir);
     const recordUpdates = await updatesOfRecords(db);
     return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, recordUpdates, started, taskFailures);
   } finally {
@@ -171,12 +173,16 @@ async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promis
  * of a workflow activation fails it on resume ("Potential deadlock detected"), and the task is
  * retried; a nondeterminism error would be a defect.
  */
-async function workflowTaskFailures(settle: SettleClient, ids: string[]): Promise<Record<string, number>> {
+async function workflowTaskFailures(settle: SettleClient, ids: string[], historiesDir?: string): Promise<Record<string, number>> {
   const failures: Record<string, number> = {};
   const add = (message: string) => (failures[message] = (failures[message] ?? 0) + 1);
   for (const id of ids) {
     try {
       const history = await settle.handle(id).fetchHistory();
+      if (historiesDir) {
+        fs.mkdirSync(historiesDir, { recursive: true });
+        fs.writeFileSync(path.join(historiesDir, `${id}.json`), JSON.stringify(history, null, 1));
+      }
       for (const e of history.events ?? []) {
         const message = e.workflowTaskFailedEventAttributes?.failure?.message;
         if (message) add(message.slice(0, 80));

@@ -138,6 +138,7 @@ function inputFor(plan: TrajectoryPlan, leaseMs: number | undefined) {
 /** Retries what failed because Temporal was unreachable (a restart); rethrows settle's own answers. */
 async function untilAnswered<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
   for (;;) {
+    if (Date.now() > deadline) throw new Error('deadline passed');
     try {
       return await fn();
     } catch (err) {
@@ -170,22 +171,18 @@ export async function runTrajectory(
     failedTurns: 0,
     effects: plan.effects.map((e) => ({ uid: e.uid, tool: e.tool, proposals: 0, final: 'unfinished', resolution: null })),
   };
-  let timer: NodeJS.Timeout | undefined;
-  const timeUp = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('deadline passed')), Math.max(0, deadline - Date.now()));
-  });
+  // Every call of this trajectory ends by the deadline (gRPC deadline, also for the client's own
+  // retries): none may outlive it, or it would meet the connection closed and the server stopped
+  // at the scenario's teardown ("Channel has been shut down" from a retry timer, uncaught).
   try {
-    const drive =
+    await settle.client.connection.withDeadline(deadline, () =>
       plan.driver === 'orchestrated'
         ? orchestrate(settle, plan, report, deadline, leaseMs)
-        : script(settle, plan, report, deadline, leaseMs);
-    drive.catch(() => {}); // after the deadline nobody waits for it
-    await Promise.race([drive, timeUp]);
+        : script(settle, plan, report, deadline, leaseMs),
+    );
   } catch (err) {
     report.outcome = Date.now() > deadline ? 'unfinished' : 'failed';
     report.error = err instanceof Error ? `${err.name}: ${err.message}${causeOf(err)}` : String(err);
-  } finally {
-    clearTimeout(timer);
   }
   return report;
 }

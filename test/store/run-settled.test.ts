@@ -113,6 +113,33 @@ describe('runSettled', () => {
     expect(tool.runs).toBe(1);
   });
 
+  it('a claim that meets the lease of a holder that stopped renewing waits for it to lapse and finds the call IN_DOUBT', async () => {
+    const tool = scriptedTool(async () => 'must not run');
+    const call = callFor('scripted', { x: 41 });
+    // A holder that claimed the call and died: nobody renews its lease.
+    expect((await store.claim(call, { leaseMs: 1_000, holder: 'dead-worker', intent: { n: 1 } })).kind).toBe('claimed');
+    let heartbeats = 0;
+    const outcome = await runSettled(store, tool, call, { workspace: '/' }, { leaseMs: 1_000, holder: 'b', heartbeat: () => heartbeats++ });
+    // Not "busy" (a workflow round trip and a timer later, the same claim again): the lapse found at once.
+    expect(outcome).toMatchObject({ kind: 'in_doubt', generation: 1 });
+    expect((await store.get(call.key))?.state).toBe('IN_DOUBT');
+    expect(tool.runs).toBe(0);
+    expect(heartbeats).toBeGreaterThanOrEqual(1);
+  });
+
+  it('the claim that finds a lease lapsed probes at once: the record is settled before the workflow looks', async () => {
+    const tool = scriptedTool(async () => 'must not run');
+    tool.probe = async () => ({ verdict: 'applied', result: 'done by the dead holder', detail: 'seen in the facts' });
+    const call = callFor('scripted', { x: 42 });
+    expect((await store.claim(call, { leaseMs: 1_000, holder: 'dead-worker', intent: { n: 1 } })).kind).toBe('claimed');
+    const outcome = await runSettled(store, tool, call, { workspace: '/' }, { leaseMs: 1_000, holder: 'b' });
+    // The workflow still hears "in doubt" and runs its probe, which finds the record settled.
+    expect(outcome).toMatchObject({ kind: 'in_doubt', generation: 1 });
+    const record = await store.get(call.key);
+    expect(record).toMatchObject({ state: 'COMPLETED', result: 'done by the dead holder', settledBy: 'probe:scripted' });
+    expect(tool.runs).toBe(0);
+  });
+
   it('renews the lease while executing (heartbeats), so a long call is not taken over', async () => {
     let heartbeats = 0;
     const tool = scriptedTool(async () => {
