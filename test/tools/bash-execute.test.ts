@@ -17,10 +17,10 @@ const db = openTestDb(2);
 const store = testStore(db);
 afterAll(() => db.destroy());
 
-async function run(command: string, opts: { timeout_ms?: number; network?: boolean; workspace?: string } = {}) {
+async function run(command: string, opts: { timeout_ms?: number; network?: boolean; egress?: string[]; workspace?: string } = {}) {
   const workspace = opts.workspace ?? tempWorkspace('bash');
   const args: BashExecuteArgs = { command, timeout_ms: opts.timeout_ms ?? 30_000 };
-  const env = { workspace, network: opts.network ?? false };
+  const env = { workspace, network: opts.network ?? false, ...(opts.egress ? { egress: opts.egress } : {}) };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('bash'), generation: 1, assertLeaseHeld: () => {} });
@@ -92,13 +92,16 @@ describe('bash_execute', () => {
     });
 
     // Issue 12 item 4: with the host's network shared, a command holding `connect` reached the
-    // worker's own services on loopback (its Postgres). Until egress goes through a proxy that
-    // allows only the capability's hosts, `connect` grants no network at all (fail closed).
+    // worker's own services on loopback (its Postgres). Now `connect` reaches only the
+    // capability's host objects, through the egress proxy (test/tools/egress.test.ts); the
+    // sandbox itself never has a route to the host's loopback.
     it("with the connect right still cannot reach the host's loopback services, and says so", async () => {
       const { obs, intent } = await run(probe(), { network: true });
       expect(obs.output).toBe('no-connection\n');
-      expect(obs.error).toMatch(/connect right grants no network yet/);
+      expect(obs.error).toMatch(/the capability names no host: objects/);
       expect(intent.network).toBe(true);
+      const granted = await run(probe(), { network: true, egress: [`host:127.0.0.1:${port}`] });
+      expect(granted.obs.output).toBe('no-connection\n');
     });
   });
 
