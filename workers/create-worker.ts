@@ -3,6 +3,7 @@
  * store. Shared by the production entry point (worker.ts), `settle dev`, the demo and the tests.
  */
 import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
+import { cgroupSupport } from '../activities/tools/sandbox-cgroup';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
@@ -58,6 +59,8 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
         '(any path in their workspace, any command). Development only; unset it in production.',
     );
   }
+  // Per-call cgroups, or a loud warning at start that calls are bounded per process only.
+  cgroupSupport(options.warn ?? ((line: string) => console.warn(line)));
   const db = openDatabase(options.databaseUrl);
   // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
   registerWorkerServiceUrl(options.databaseUrl, 5432);

@@ -126,5 +126,6 @@ function observationOf(r: SandboxResult | RecordedExit, timeoutMs: number): Obse
     error: stderr || null,
     exit_status: r.exitStatus,
     truncated: r.truncated,
+    ...(r.usage ? { resources: r.usage } : {}),
   };
 }

@@ -27,6 +27,8 @@ import { ETC_FILES, syntheticEtc } from './sandbox-etc';
 import { allowedInternal } from './egress-policy';
 import { startEgressProxy, type EgressProxy } from './egress-proxy';
 import { InputError } from '../../core/errors';
+import type { ResourceUsage } from '../../core/observation';
+import { createCallCgroup, joinCgroupLaunch, type CallCgroup } from './sandbox-cgroup';
 import { defaultSandboxOwner, sandboxIdentity } from './sandbox-identity';
 import { sandboxLimits, ulimitScript, type SandboxLimits } from './sandbox-limits';
 
@@ -65,6 +67,8 @@ export interface SandboxResult {
   sandbox: SandboxKind;
   /** Why there is no sandbox, or what it did not grant, when that matters to the reader. */
   note: string | null;
+  /** The call's totals from its cgroup; null where the worker has none (sandbox-cgroup.ts). */
+  usage: ResourceUsage | null;
 }
 
 /** The command was not started: no sandbox it may run in. Nothing happened (a NoEffect). */
@@ -182,7 +186,16 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     note = `not sandboxed: ${availability.note}; allowed by ${ALLOW_UNSANDBOXED}=1`;
   }
 
-  const child = spawn(launch.file, launch.args, {
+  // Every process of the call in its own cgroup: totals bounded and measured (where supported).
+  let cgroup: CallCgroup | null;
+  try {
+    cgroup = createCallCgroup(limits, launch.identity);
+  } catch (err) {
+    await proxy?.close();
+    throw err;
+  }
+  const spawned = cgroup ? joinCgroupLaunch(cgroup.procsFiles, launch.file, launch.args) : launch;
+  const child = spawn(spawned.file, spawned.args, {
     cwd: launch.identity ? '/' : request.workspace,
     env: proxy ? { ...SCRUBBED_ENV, ...PROXY_ENV } : SCRUBBED_ENV,
     detached: true, // its own process group: the time limit kills every descendant
@@ -217,17 +230,25 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     .finally(() => clearTimeout(timer))
     .catch(async (err: unknown) => {
       await proxy?.close();
+      await cgroup?.remove();
       throw err;
     });
   // Whatever the command left running in its group (daemonised children) goes too.
   killGroup(child.pid!);
   await started;
+  const usage = cgroup ? cgroup.usage() : null;
+  const oomKills = cgroup ? cgroup.oomKills() : 0;
+  await cgroup?.remove();
   if (proxy) {
     await proxy.close();
     const { allowed, refused } = proxy.stats;
     note =
       `network only through the egress proxy, to ${request.egress!.join(', ')}: ${allowed} connection(s) allowed, ${refused.length} refused` +
       (refused.length ? ` (${refused.slice(0, 3).join('; ')})` : '');
+  }
+  if (oomKills) {
+    const oom = `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB): ${oomKills} process(es) killed`;
+    note = note ? `${note}; ${oom}` : oom;
   }
 
   return {
@@ -238,6 +259,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     truncated: stdout.truncated || stderr.truncated,
     sandbox: availability.kind,
     note,
+    usage,
   };
 }
 

@@ -36,7 +36,8 @@ describe('bash_execute', () => {
     process.env.SETTLE_TEST_SECRET = 'must-not-leak';
     const { obs, workspace } = await run('pwd; echo "secret=${SETTLE_TEST_SECRET:-unset} home=$HOME"; echo oops >&2; exit 3');
     delete process.env.SETTLE_TEST_SECRET;
-    expect(obs).toEqual({ output: `${workspace}\nsecret=unset home=/tmp\n`, error: 'oops\n', exit_status: 3, truncated: false });
+    const { resources: _totals, ...rest } = obs; // the call's totals where there are per-call cgroups (call-cgroup.test.ts)
+    expect(rest).toEqual({ output: `${workspace}\nsecret=unset home=/tmp\n`, error: 'oops\n', exit_status: 3, truncated: false });
   });
 
   it('can write the workspace but not the system, and /tmp is private', async () => {
@@ -179,7 +180,8 @@ describe('bash_execute', () => {
       const { workspace, call, execute, inDoubt } = await claimed('echo deploy >> log.txt; echo out; echo err >&2; exit 4');
       // The command ran to its end; the executor died before recording the result.
       const observation = await execute();
-      expect(observation).toEqual({ output: 'out\n', error: 'err\n', exit_status: 4, truncated: false });
+      // (plus the call's resource totals where the worker has per-call cgroups, kept in the exit marker too)
+      expect(observation).toMatchObject({ output: 'out\n', error: 'err\n', exit_status: 4, truncated: false });
       const { record, verdict } = await inDoubt();
       expect(verdict).toEqual({ verdict: 'applied', result: observation, detail: expect.stringMatching(/ended with status 4/) });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
