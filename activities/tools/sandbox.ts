@@ -9,7 +9,8 @@
  * (and the working directory); private, size-limited /tmp and /dev/shm; its own /proc, PID, IPC,
  * UTS and network namespaces (no network, not even the host's loopback; with the `connect` right,
  * only an egress proxy for the capability's `host:` objects, egress-proxy.ts); a scrubbed environment;
- * process, memory and CPU limits (sandbox-limits.ts); and it dies with its parent. The command
+ * process, memory and CPU limits (sandbox-limits.ts), and totals for the whole call in a cgroup of
+ * its own where the worker can (sandbox-cgroup.ts); and it dies with its parent. The command
  * runs in its own process group, killed as a whole at the time limit, so no child outlives it.
  *
  * Without a working bubblewrap, shell calls are refused (SandboxRefused) unless the worker's
