@@ -59,8 +59,8 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
         '(any path in their workspace, any command). Development only; unset it in production.',
     );
   }
-  // Per-call cgroups, or a loud warning at start that calls are bounded per process only.
-  cgroupSupport(options.warn ?? ((line: string) => console.warn(line)));
+  // Per-call cgroups, or a loud warning (stderr, once per process) that calls are bounded per process only.
+  cgroupSupport();
   const db = openDatabase(options.databaseUrl);
   // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
   registerWorkerServiceUrl(options.databaseUrl, 5432);

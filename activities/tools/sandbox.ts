@@ -243,9 +243,11 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   if (proxy) {
     await proxy.close();
     const { allowed, refused } = proxy.stats;
-    note =
-      `network only through the egress proxy, to ${request.egress!.join(', ')}: ${allowed} connection(s) allowed, ${refused.length} refused` +
-      (refused.length ? ` (${refused.slice(0, 3).join('; ')})` : '');
+    // Only refusals are news (and a note makes the observation read as an error).
+    if (refused.length)
+      note =
+        `network only through the egress proxy, to ${request.egress!.join(', ')}: ${allowed} connection(s) allowed, ` +
+        `${refused.length} refused (${refused.slice(0, 3).join('; ')})`;
   }
   if (oomKills) {
     const oom = `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB): ${oomKills} process(es) killed`;
