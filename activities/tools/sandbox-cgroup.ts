@@ -68,7 +68,27 @@ function detect(root: string): Support {
     }
     dirs[c] = dir;
   }
+  for (const dir of Object.values(dirs)) sweepStale(dir);
   return { kind: 'v1', dirs };
+}
+
+/** A group stays empty for milliseconds between its creation and its call joining it; older and empty is stale. */
+const STALE_AFTER_MS = 60_000;
+
+/**
+ * Removes the empty groups of calls whose worker was killed before it could remove them. rmdir
+ * refuses a group that still has processes, so a running call's group is never touched.
+ */
+function sweepStale(dir: string): void {
+  for (const name of fs.readdirSync(dir)) {
+    if (!name.startsWith('call-')) continue;
+    const group = path.join(dir, name);
+    try {
+      if (Date.now() - fs.statSync(group).mtimeMs > STALE_AFTER_MS) fs.rmdirSync(group);
+    } catch {
+      /* in use (EBUSY) or already gone */
+    }
+  }
 }
 
 /**

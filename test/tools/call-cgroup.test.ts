@@ -4,6 +4,7 @@
  * CPU time and peak memory are recorded with its observation; where the worker cannot manage
  * cgroups, it says so loudly, once, and keeps the per-process limits. Real bubblewrap, real cgroups.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -87,6 +88,27 @@ describe('a cgroup per shell call', () => {
     ).toBe('8');
     await cgroup.remove();
     for (const d of dirs) expect(fs.existsSync(d)).toBe(false);
+  });
+
+  it("a worker's start removes empty groups its killed predecessors left, never a group in use", async () => {
+    if (!supported) return expect(createCallCgroup({ processes: 8, callMemoryMiB: 64 })).toBeNull();
+    // A killed worker's group: empty, from long ago. A running call's group: as old, with a process in it.
+    const left = createCallCgroup({ processes: 8, callMemoryMiB: 64 })!;
+    const busy = createCallCgroup({ processes: 8, callMemoryMiB: 64 })!;
+    const join = busy.procsFiles.map((f) => `echo $$ > ${f}`).join(' && ');
+    const sleeper = spawn('/bin/sh', ['-c', `${join} && exec sleep 60`]);
+    const busyPids = busy.procsFiles.find((f) => f.includes('/pids/'))!;
+    while (fs.readFileSync(busyPids, 'utf8').trim() === '') await new Promise((r) => setTimeout(r, 20)); // until it joined
+    const old = new Date('2020-01-01');
+    for (const f of [...left.procsFiles, ...busy.procsFiles]) fs.utimesSync(path.dirname(f), old, old);
+    resetCgroupSupport();
+    cgroupSupport(); // as at a worker's start
+    for (const f of left.procsFiles) expect(fs.existsSync(path.dirname(f))).toBe(false);
+    for (const f of busy.procsFiles) expect(fs.existsSync(path.dirname(f))).toBe(true);
+    const exited = new Promise((r) => sleeper.once('exit', r));
+    await busy.remove(); // kills the sleeper
+    await exited;
+    for (const f of busy.procsFiles) expect(fs.existsSync(path.dirname(f))).toBe(false);
   });
 
   it('without cgroups: says so loudly, once, and the call still runs with its per-process limits', async () => {
