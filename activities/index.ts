@@ -108,7 +108,7 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
     workspace: string,
     key: string,
     audience: string,
-  ): Promise<{ denied: { component: string; reason: string } | null; network: boolean }> {
+  ): Promise<{ denied: { component: string; reason: string } | null; network: boolean; egress?: string[] }> {
     const outside = await workspaceRefusal(workspace, policy.workspaceRoot);
     if (outside) return { denied: { component: POLICY, reason: outside }, network: false };
     if (capability === undefined || capability === null) {
@@ -129,9 +129,13 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
     if (!keyRing)
       return { denied: { component: 'kid', reason: 'this worker holds no capability keys (SETTLE_CAP_KEYS is unset)' }, network: false };
     const access = accessFor(tool, args, workspace);
-    const { verdict, network } = await authorize(capability, { ...access, audience, nowMs: Date.now(), key }, { ring: keyRing, budgets });
+    const { verdict, network, egress } = await authorize(
+      capability,
+      { ...access, audience, nowMs: Date.now(), key },
+      { ring: keyRing, budgets },
+    );
     return verdict.allowed
-      ? { denied: null, network }
+      ? { denied: null, network, ...(egress ? { egress } : {}) }
       : { denied: { component: verdict.component, reason: verdict.reason }, network: false };
   }
 
@@ -204,7 +208,7 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         tool,
         { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
         // The network only from the capability's `connect` right; the input's `network` grants nothing.
-        { workspace: input.workspace, network: access.network },
+        { workspace: input.workspace, network: access.network, ...(access.egress ? { egress: access.egress } : {}) },
         {
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,

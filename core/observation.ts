@@ -10,6 +10,18 @@ export interface Observation {
   exit_status: number;
   /** True when `output` (or `error`) was cut; the text then ends with a marker. */
   truncated: boolean;
+  /** A shell call's totals, from its cgroup (absent where the worker has none: docs/sandbox.md). */
+  resources?: ResourceUsage;
+}
+
+/** What one shell call used in total, all its processes together. */
+export interface ResourceUsage {
+  /** CPU time (user + system), milliseconds. */
+  cpu_ms: number;
+  /** The most memory held at once (processes and the tmpfs pages it wrote), bytes. */
+  peak_memory_bytes: number;
+  /** The most processes and threads at once, where the kernel reports it. */
+  peak_processes: number | null;
 }
 
 export const TRUNCATION_MARKER = '\n[… truncated by settle …]';

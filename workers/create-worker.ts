@@ -2,6 +2,8 @@
  * Builds a settle worker: the trajectory workflows plus the activities bound to an endpoint
  * store. Shared by the production entry point (worker.ts), `settle dev`, the demo and the tests.
  */
+import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
+import { cgroupSupport } from '../activities/tools/sandbox-cgroup';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
@@ -57,7 +59,12 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
         '(any path in their workspace, any command). Development only; unset it in production.',
     );
   }
+  // Per-call cgroups, or a loud warning (stderr, once per process) that calls are bounded per process only.
+  cgroupSupport();
   const db = openDatabase(options.databaseUrl);
+  // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
+  registerWorkerServiceUrl(options.databaseUrl, 5432);
+  registerWorkerServiceUrl(`temporal://${target.connectionOptions.address}`, 7233);
   const connection = await NativeConnection.connect(target.connectionOptions);
   const workerOptions: WorkerOptions = {
     connection,

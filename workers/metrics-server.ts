@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { sql } from 'kysely';
 import { openDatabase } from '../activities/store/database';
+import { registerWorkerService } from '../activities/tools/egress-policy';
 import type { SettleMetrics } from '../activities/observability/metrics';
 import type { TemporalTarget } from '../client/connection';
 
@@ -92,6 +93,7 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
     server.listen(options.port, options.host ?? '0.0.0.0', resolve);
   });
   const port = (server.address() as AddressInfo).port;
+  registerWorkerService(options.host ?? '0.0.0.0', port); // never reachable through a sandbox's egress proxy
   return {
     port,
     url: `http://${options.host && options.host !== '0.0.0.0' ? options.host : '127.0.0.1'}:${port}/metrics`,

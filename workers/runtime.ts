@@ -5,6 +5,7 @@
  */
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { jsonLine } from '../activities/observability/log';
+import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 
 let installed = false;
 
@@ -23,6 +24,8 @@ export function installRuntime(level: LogLevel = 'WARN', options: RuntimeOptions
         process.stdout.write(jsonLine(entry.level.toLowerCase(), entry.message, { source: 'temporal', ...entry.meta }) + '\n');
       })
     : new DefaultLogger(level);
+  // A service of the worker's own: never reachable through a sandbox's egress proxy.
+  if (options.metricsBindAddress) registerWorkerServiceUrl(`metrics://${options.metricsBindAddress}`, 9464);
   const metrics = options.metricsBindAddress
     ? { metrics: { prometheus: { bindAddress: options.metricsBindAddress, countersTotalSuffix: true } } }
     : {};

@@ -4,7 +4,7 @@
  * clock, right, objects (segment-wise, NFC, then symlinks resolved), per-call cost, and the
  * budget — charged once per call key in Postgres.
  */
-import { checkBody, parseObject, type AccessRequest, type Verdict } from '../../core/capability/rules';
+import { checkBody, hostSpec, parseObject, type AccessRequest, type Verdict } from '../../core/capability/rules';
 import { tokenDigest } from '../../core/capability/token';
 import { isWithin } from '../../core/paths';
 import { InputError } from '../../core/errors';
@@ -19,6 +19,8 @@ export interface Authorization {
   verdict: Verdict;
   /** Whether the sandbox may use the network (the token grants `connect`). */
   network: boolean;
+  /** With `connect`: the token's `host:` objects (canonical), the only hosts the egress proxy reaches. */
+  egress?: string[];
 }
 
 export async function authorize(
@@ -51,7 +53,21 @@ export async function authorize(
     if (charge === 'exhausted')
       return { verdict: { allowed: false, component: 'budget', reason: `budget of ${token.body.pred.budget} exhausted` }, network: false };
   }
-  return { verdict: { allowed: true }, network: token.body.rights.includes('connect') };
+  const network = token.body.rights.includes('connect');
+  return { verdict: { allowed: true }, network, ...(network ? { egress: hostObjects(token.body.objects) } : {}) };
+}
+
+/** The `host:` objects in canonical text (`host:name[:port]`); one that does not parse grants nothing. */
+function hostObjects(objects: readonly string[]): string[] {
+  return objects.flatMap((o) => {
+    try {
+      const parsed = parseObject(o);
+      return parsed.kind === 'host' ? [`host:${hostSpec(parsed)}`] : [];
+    } catch (err) {
+      if (err instanceof InputError) return [];
+      throw err;
+    }
+  });
 }
 
 /**

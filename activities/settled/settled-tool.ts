@@ -9,6 +9,8 @@ export interface ToolEnv {
   workspace: string;
   /** Whether sandboxed commands may use the network (the capability's `connect` right). */
   network?: boolean;
+  /** With `network`: the capability's `host:` objects, the only hosts reached (through the egress proxy). */
+  egress?: string[];
 }
 
 /**

@@ -29,6 +29,7 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
         cwd: env.workspace,
         sandbox: sandboxAvailability().kind,
         network: env.network ?? false,
+        ...(env.network && env.egress ? { egress: env.egress } : {}),
         runs: { root: runs.root, id: runs.id },
       },
     };
@@ -47,6 +48,7 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
       workspace: env.workspace,
       timeoutMs: args.timeout_ms,
       network: intent.network,
+      egress: intent.egress ?? [],
       onStarted: (pid) => {
         spawned = (runs ? recordPid(runs, ctx.key, ctx.generation, pid).catch(() => {}) : Promise.resolve()).then(() =>
           failpoint('bash_execute.after_start'),
@@ -124,5 +126,6 @@ function observationOf(r: SandboxResult | RecordedExit, timeoutMs: number): Obse
     error: stderr || null,
     exit_status: r.exitStatus,
     truncated: r.truncated,
+    ...(r.usage ? { resources: r.usage } : {}),
   };
 }

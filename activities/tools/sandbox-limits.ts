@@ -8,23 +8,33 @@
  * - cpu: RLIMIT_CPU of each process, in seconds (SIGXCPU, exit status 152, past it).
  * - tmp: size of the sandbox's in-memory /tmp, and separately of /dev/shm.
  *
- * Limits are per process, not a total for the call: a call may hold at most processes × memory.
- * A total would need a cgroup, which settle does not manage (docs/sandbox.md).
+ * - callMemory: the call's total memory (all its processes and the tmpfs pages it writes), and
+ *   processes again as a total, where the worker can give each call a cgroup (sandbox-cgroup.ts).
+ *
+ * The rlimits are per process: without a cgroup a call may hold up to processes × memory.
  */
 export interface SandboxLimits {
   processes: number;
   memoryMiB: number;
   cpuSeconds: number;
   tmpMiB: number;
+  callMemoryMiB: number;
 }
 
-export const SANDBOX_DEFAULT_LIMITS: Readonly<SandboxLimits> = { processes: 128, memoryMiB: 1024, cpuSeconds: 60, tmpMiB: 256 };
+export const SANDBOX_DEFAULT_LIMITS: Readonly<SandboxLimits> = {
+  processes: 128,
+  memoryMiB: 1024,
+  cpuSeconds: 60,
+  tmpMiB: 256,
+  callMemoryMiB: 2048,
+};
 
 const VARIABLES: Record<keyof SandboxLimits, string> = {
   processes: 'SETTLE_SANDBOX_MAX_PROCESSES',
   memoryMiB: 'SETTLE_SANDBOX_MEMORY_MIB',
   cpuSeconds: 'SETTLE_SANDBOX_CPU_SECONDS',
   tmpMiB: 'SETTLE_SANDBOX_TMP_MIB',
+  callMemoryMiB: 'SETTLE_SANDBOX_CALL_MEMORY_MIB',
 };
 
 /** The limits in force: the defaults, overridden per limit by the worker's environment. */

@@ -7,8 +7,10 @@
  * unprivileged host user (sandbox-identity.ts); read-only /usr and library directories; a
  * curated read-only /etc (sandbox-etc.ts); the workspace as the only writable host directory
  * (and the working directory); private, size-limited /tmp and /dev/shm; its own /proc, PID, IPC,
- * UTS and network namespaces (no network, not even the host's loopback); a scrubbed environment;
- * process, memory and CPU limits (sandbox-limits.ts); and it dies with its parent. The command
+ * UTS and network namespaces (no network, not even the host's loopback; with the `connect` right,
+ * only an egress proxy for the capability's `host:` objects, egress-proxy.ts); a scrubbed environment;
+ * process, memory and CPU limits (sandbox-limits.ts), and totals for the whole call in a cgroup of
+ * its own where the worker can (sandbox-cgroup.ts); and it dies with its parent. The command
  * runs in its own process group, killed as a whole at the time limit, so no child outlives it.
  *
  * Without a working bubblewrap, shell calls are refused (SandboxRefused) unless the worker's
@@ -23,6 +25,11 @@ import { fileURLToPath } from 'node:url';
 import { TRUNCATION_MARKER } from '../../core/observation';
 import { isWithin } from '../../core/paths';
 import { ETC_FILES, syntheticEtc } from './sandbox-etc';
+import { allowedInternal } from './egress-policy';
+import { startEgressProxy, type EgressProxy } from './egress-proxy';
+import { InputError } from '../../core/errors';
+import type { ResourceUsage } from '../../core/observation';
+import { createCallCgroup, joinCgroupLaunch, type CallCgroup } from './sandbox-cgroup';
 import { defaultSandboxOwner, sandboxIdentity } from './sandbox-identity';
 import { sandboxLimits, ulimitScript, type SandboxLimits } from './sandbox-limits';
 
@@ -42,10 +49,12 @@ export interface SandboxRequest {
   workspace: string;
   timeoutMs: number;
   /**
-   * The capability's `connect` right. Not honoured yet: until egress goes through a proxy that
-   * allows only the capability's `host:` objects, the sandbox has no network at all (fail closed).
+   * The capability's `connect` right. With it (and `egress` hosts) the command reaches exactly
+   * those hosts through the call's egress proxy; without it, no network at all.
    */
   network: boolean;
+  /** The capability's `host:` objects (canonical), reached through the egress proxy when `network`. */
+  egress?: readonly string[];
   /** Called once the command is let through its start gate (start-gate.ts; its pid leads the process group). */
   onStarted?: (pid: number) => void;
 }
@@ -59,6 +68,8 @@ export interface SandboxResult {
   sandbox: SandboxKind;
   /** Why there is no sandbox, or what it did not grant, when that matters to the reader. */
   note: string | null;
+  /** The call's totals from its cgroup; null where the worker has none (sandbox-cgroup.ts). */
+  usage: ResourceUsage | null;
 }
 
 /** The command was not started: no sandbox it may run in. Nothing happened (a NoEffect). */
@@ -66,7 +77,7 @@ export class SandboxRefused extends Error {
   override readonly name = 'SandboxRefused';
 }
 
-const SCRUBBED_ENV = {
+const SCRUBBED_ENV: Record<string, string> = {
   PATH: '/usr/local/bin:/usr/bin:/bin',
   HOME: '/tmp',
   LANG: 'C.UTF-8',
@@ -134,12 +145,32 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   const limits = sandboxLimits();
   let launch: Launch;
   let note: string | null = null;
+  let proxy: EgressProxy | undefined;
   if (availability.kind === 'bubblewrap') {
     // The command waits at a start gate (the descriptor after bubblewrap's data files) until the
     // sandbox is armed to die with this worker (start-gate.ts).
-    launch = bubblewrapLaunch(request, limits);
+    const hosts = request.network ? (request.egress ?? []) : [];
+    if (hosts.length) {
+      // The proxy first: the sandbox binds its socket. Its owner is the sandbox's host user.
+      const identity = sandboxIdentity(path.resolve(request.workspace));
+      let allowInternal: Set<string>;
+      try {
+        allowInternal = allowedInternal();
+      } catch (err) {
+        if (err instanceof InputError) throw new SandboxRefused(`the worker's egress setting is invalid: ${err.message}`);
+        throw err;
+      }
+      proxy = await startEgressProxy({ grants: hosts, allowInternal }, identity.kind === 'user' ? identity : undefined);
+    }
+    try {
+      launch = bubblewrapLaunch(request, limits, proxy?.socketPath ?? null);
+    } catch (err) {
+      await proxy?.close();
+      throw err;
+    }
     launch.args[launch.args.lastIndexOf(request.command)] = gatedCommand(request.command, 3 + launch.files.length);
-    if (request.network) note = 'the connect right grants no network yet (no egress proxy): the command ran without network';
+    if (request.network && !hosts.length)
+      note = 'the connect right grants no network here: the capability names no host: objects (the command ran without network)';
   } else {
     if (!unsandboxedAllowed()) {
       throw new SandboxRefused(
@@ -156,9 +187,18 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     note = `not sandboxed: ${availability.note}; allowed by ${ALLOW_UNSANDBOXED}=1`;
   }
 
-  const child = spawn(launch.file, launch.args, {
+  // Every process of the call in its own cgroup: totals bounded and measured (where supported).
+  let cgroup: CallCgroup | null;
+  try {
+    cgroup = createCallCgroup(limits, launch.identity);
+  } catch (err) {
+    await proxy?.close();
+    throw err;
+  }
+  const spawned = cgroup ? joinCgroupLaunch(cgroup.procsFiles, launch.file, launch.args) : launch;
+  const child = spawn(spawned.file, spawned.args, {
     cwd: launch.identity ? '/' : request.workspace,
-    env: SCRUBBED_ENV,
+    env: proxy ? { ...SCRUBBED_ENV, ...PROXY_ENV } : SCRUBBED_ENV,
     detached: true, // its own process group: the time limit kills every descendant
     stdio: ['ignore', 'pipe', 'pipe', ...launch.files.map(() => 'pipe' as const), 'pipe'], // the last: the start gate
     ...(launch.identity && process.getuid?.() === 0 ? launch.identity : {}),
@@ -187,10 +227,32 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     child.once('error', reject);
     // 'close' waits for the pipes too: output written just before exit is not lost.
     child.once('close', (code, signal) => resolve(code ?? 128 + signalNumber(signal)));
-  }).finally(() => clearTimeout(timer));
+  })
+    .finally(() => clearTimeout(timer))
+    .catch(async (err: unknown) => {
+      await proxy?.close();
+      await cgroup?.remove();
+      throw err;
+    });
   // Whatever the command left running in its group (daemonised children) goes too.
   killGroup(child.pid!);
   await started;
+  const usage = cgroup ? cgroup.usage() : null;
+  const oomKills = cgroup ? cgroup.oomKills() : 0;
+  await cgroup?.remove();
+  if (proxy) {
+    await proxy.close();
+    const { allowed, refused } = proxy.stats;
+    // Only refusals are news (and a note makes the observation read as an error).
+    if (refused.length)
+      note =
+        `network only through the egress proxy, to ${request.egress!.join(', ')}: ${allowed} connection(s) allowed, ` +
+        `${refused.length} refused (${refused.slice(0, 3).join('; ')})`;
+  }
+  if (oomKills) {
+    const oom = `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB): ${oomKills} process(es) killed`;
+    note = note ? `${note}; ${oom}` : oom;
+  }
 
   return {
     stdout: stdout.text(),
@@ -200,6 +262,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
     truncated: stdout.truncated || stderr.truncated,
     sandbox: availability.kind,
     note,
+    usage,
   };
 }
 
@@ -212,7 +275,44 @@ interface Launch {
   identity?: { uid: number; gid: number };
 }
 
-function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits): Launch {
+/** Inside the sandbox: where the egress proxy's socket, the forwarder and node are bound, and the forwarder's port. */
+const EGRESS = {
+  dir: '/run/settle',
+  socket: '/run/settle/egress.sock',
+  node: '/run/settle/node',
+  script: '/run/settle/forward.cjs',
+  port: 3128,
+};
+const PROXY_URL = `http://127.0.0.1:${EGRESS.port}`;
+const PROXY_ENV = {
+  http_proxy: PROXY_URL,
+  HTTP_PROXY: PROXY_URL,
+  https_proxy: PROXY_URL,
+  HTTPS_PROXY: PROXY_URL,
+  ALL_PROXY: PROXY_URL,
+  all_proxy: PROXY_URL,
+};
+
+/**
+ * The forwarder: in the sandbox's own network namespace, 127.0.0.1:3128 relays each connection
+ * to the proxy's unix socket. It is no boundary (the command can reach the socket itself); the
+ * proxy on the worker decides every connection. It says "ready" once it listens.
+ */
+const FORWARDER = `'use strict';
+const net = require('net');
+const [socket, port] = process.argv.slice(2);
+const server = net.createServer((c) => {
+  const u = net.connect(socket);
+  c.pipe(u);
+  u.pipe(c);
+  const end = () => { c.destroy(); u.destroy(); };
+  c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
+});
+server.on('error', (e) => { process.stderr.write(String(e)); process.exit(1); });
+server.listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\\n'));
+`;
+
+function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits, egressSocket: string | null): Launch {
   const workspace = path.resolve(r.workspace);
   const overlap = forbiddenWorkspace(workspace);
   if (overlap) throw new SandboxRefused(`workspace ${workspace} ${overlap}; it cannot be the sandbox's writable directory`);
@@ -226,6 +326,9 @@ function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits): Launch {
     return ['--perms', '0644', '--ro-bind-data', String(2 + files.length), dest];
   };
   const synthetic = syntheticEtc(uid, gid);
+  const egress = egressSocket
+    ? [...['--ro-bind', process.execPath, EGRESS.node], ...data(FORWARDER, EGRESS.script), ...['--bind', egressSocket, EGRESS.socket]]
+    : [];
   const args = [
     ...READ_ONLY_SYSTEM.filter((p) => fs.existsSync(p)).flatMap((p) => ['--ro-bind', p, p]),
     // /etc: an empty in-memory directory with only the curated files, made read-only below.
@@ -258,6 +361,7 @@ function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits): Launch {
     '--chdir',
     workspace,
     // The sandbox's root is an in-memory file system too: read-only, so nothing can be written outside /tmp and the workspace.
+    ...egress,
     '--remount-ro',
     '/',
     '--unshare-all', // user, PID, IPC, UTS, cgroup and network namespaces: no network, not even loopback of the host
@@ -276,12 +380,25 @@ function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits): Launch {
     '--',
     '/bin/bash',
     '-c',
-    // Limits first (hard and soft), then the command itself as its own script.
-    `${ulimitScript(limits)}; exec /bin/bash -c "$1"`,
+    // Limits first (hard and soft), the egress forwarder if any, then the command itself as its own script.
+    `${ulimitScript(limits)}; ${egressSocket ? forwarderScript(3 + files.length) : ''}exec /bin/bash -c "$1"`,
     'settle',
     r.command,
   ];
   return { file: findBwrap()!, args, files, identity: { uid, gid } };
+}
+
+/**
+ * Starts the forwarder (descriptors 3 to the gate's closed, so it holds nothing of bubblewrap's or
+ * the gate's) and waits for its "ready"; without it the command does not run (status 125).
+ */
+function forwarderScript(gateFd: number): string {
+  const closeFds = Array.from({ length: gateFd - 2 }, (_, i) => `${3 + i}>&-`).join(' ');
+  return (
+    `exec 9< <(exec ${EGRESS.node} ${EGRESS.script} ${EGRESS.socket} ${EGRESS.port} </dev/null ${closeFds}) && ` +
+    `IFS= read -r -t 60 ready <&9 && [ "$ready" = ready ] && exec 9<&- || ` +
+    `{ echo 'settle: the egress forwarder did not start; command not run' >&2; exit 125; }; `
+  );
 }
 
 /** Why a directory may not be bound writable into a sandbox (a system directory, or one holding the worker's own files); null if it may. */

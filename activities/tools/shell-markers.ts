@@ -28,6 +28,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import type { ResourceUsage } from '../../core/observation';
 
 /** Where a worker's run directories live; recorded in the intent before the command can start. */
 export interface RunsLocation {
@@ -58,6 +59,8 @@ const ExitMarker = z.object({
   truncated: z.boolean(),
   sandbox: z.enum(['bubblewrap', 'none']),
   note: z.string().nullable(),
+  /** Absent in markers written before per-call cgroups. */
+  usage: z.object({ cpu_ms: z.number(), peak_memory_bytes: z.number(), peak_processes: z.number().nullable() }).nullable().optional(),
   at: z.string(),
 });
 
@@ -70,6 +73,8 @@ export interface RecordedExit {
   truncated: boolean;
   sandbox: 'bubblewrap' | 'none';
   note: string | null;
+  /** The call's totals from its cgroup; absent without one (and in markers written before). */
+  usage?: ResourceUsage | null;
 }
 
 /** The facts a probe can establish about one execution. */
@@ -157,6 +162,7 @@ export async function markExited(location: RunsLocation, key: string, generation
     truncated: result.truncated,
     sandbox: result.sandbox,
     note: result.note,
+    usage: result.usage ?? null,
     at: new Date().toISOString(),
   };
   const tmp = path.join(dir, `.exit.${process.pid}.tmp`);
@@ -281,6 +287,7 @@ async function readExit(dir: string): Promise<RecordedExit | null> {
     truncated: marker.truncated,
     sandbox: marker.sandbox,
     note: marker.note,
+    usage: marker.usage ?? null,
   };
 }
 

@@ -12,7 +12,15 @@ export type Component = 'signature' | 'kid' | 'audience' | 'rights' | 'objects' 
 
 export type Verdict = { allowed: true } | { allowed: false; component: Component; reason: string };
 
-export type Target = { kind: 'path'; path: string } | { kind: 'host'; host: string } | { kind: 'repo'; repo: string };
+/**
+ * A host target or object: a DNS name (an object also covers its subdomains) or an IPv4 address
+ * (only itself), and a port. Without a port, the web's two: 80 and 443 (docs/security.md#egress).
+ */
+export type HostTarget = { kind: 'host'; host: string; port?: number };
+export type Target = { kind: 'path'; path: string } | HostTarget | { kind: 'repo'; repo: string };
+
+/** The ports a host object or target without a port stands for. */
+export const DEFAULT_HOST_PORTS: readonly number[] = [80, 443];
 
 export interface AccessRequest {
   op: Right;
@@ -47,7 +55,7 @@ export function checkBody(body: CapabilityBody, req: AccessRequest): Verdict {
   return { allowed: true };
 }
 
-/** Whether the typed object (`path:/ws`, `host:example.com`, `repo:owner[/name]`) contains the target. */
+/** Whether the typed object (`path:/ws`, `host:example.com[:port]`, `repo:owner[/name]`) contains the target. */
 export function objectContains(object: string, target: Target): boolean {
   return objectContainsCanonical(parseObject(object), canonicalTarget(target));
 }
@@ -58,7 +66,7 @@ function canonicalTarget(target: Target): Target {
     case 'path':
       return { kind: 'path', path: canonicalPath(target.path, 'target') };
     case 'host':
-      return { kind: 'host', host: canonicalHost(target.host, 'target') };
+      return parseHostSpec(target.port === undefined ? target.host : `${target.host}:${target.port}`, 'target');
     case 'repo':
       return { kind: 'repo', repo: canonicalRepo(target.repo, 'target') };
   }
@@ -66,7 +74,7 @@ function canonicalTarget(target: Target): Target {
 
 function objectContainsCanonical(object: Target, target: Target): boolean {
   if (object.kind === 'path' && target.kind === 'path') return isWithin(target.path, object.path); // segment-wise: /work never contains /workspace
-  if (object.kind === 'host' && target.kind === 'host') return target.host === object.host || target.host.endsWith(`.${object.host}`);
+  if (object.kind === 'host' && target.kind === 'host') return hostWithin(target, object);
   if (object.kind === 'repo' && target.kind === 'repo') return target.repo === object.repo || target.repo.startsWith(`${object.repo}/`);
   return false;
 }
@@ -86,10 +94,7 @@ function parseObjectMemo(object: string): Target {
   return parsed;
 }
 
-export function parseObject(
-  object: string,
-  field = 'object',
-): Target & ({ kind: 'path'; path: string } | { kind: 'host'; host: string } | { kind: 'repo'; repo: string }) {
+export function parseObject(object: string, field = 'object'): Target {
   const colon = object.indexOf(':');
   const kind = object.slice(0, colon);
   const value = object.slice(colon + 1);
@@ -97,19 +102,61 @@ export function parseObject(
     case 'path':
       return { kind, path: canonicalPath(value, field) };
     case 'host':
-      return { kind, host: canonicalHost(value, field) };
+      return parseHostSpec(value, field);
     case 'repo':
       return { kind, repo: canonicalRepo(value, field) };
     default:
-      throw new InputError(field, `be path:/abs/dir, host:example.com or repo:owner/name (got ${JSON.stringify(object)})`);
+      throw new InputError(field, `be path:/abs/dir, host:example.com[:port] or repo:owner/name (got ${JSON.stringify(object)})`);
   }
 }
 
-/** Lowercase DNS name of letters, digits and hyphens; no empty labels, no trailing dot. */
+/**
+ * `name` or `name:port`: a canonical host (canonicalHost) and a decimal port 1–65535 without
+ * leading zeros. IPv6 literals are not part of the grammar (nothing can grant one).
+ */
+export function parseHostSpec(spec: string, field: string): HostTarget {
+  const colon = spec.lastIndexOf(':');
+  if (colon === -1) return { kind: 'host', host: canonicalHost(spec, field) };
+  const port = spec.slice(colon + 1);
+  if (!/^[1-9][0-9]{0,4}$/.test(port) || Number(port) > 65535)
+    throw new InputError(field, `be host:name or host:name:port with a port from 1 to 65535 (got ${JSON.stringify(spec)})`);
+  return { kind: 'host', host: canonicalHost(spec.slice(0, colon), field), port: Number(port) };
+}
+
+/** The canonical text of a host target (`name` or `name:port`), as in a `host:` object. */
+export function hostSpec(t: HostTarget): string {
+  return t.port === undefined ? t.host : `${t.host}:${t.port}`;
+}
+
+/**
+ * A name is within itself and its subdomains; an IPv4 address only within itself. Ports: the
+ * target's (or the default two, without one) must all be the object's.
+ */
+function hostWithin(target: HostTarget, object: HostTarget): boolean {
+  const name = target.host === object.host || (!isIPv4(target.host) && target.host.endsWith(`.${object.host}`));
+  const ports = target.port === undefined ? DEFAULT_HOST_PORTS : [target.port];
+  const granted = object.port === undefined ? DEFAULT_HOST_PORTS : [object.port];
+  return name && ports.every((p) => granted.includes(p));
+}
+
+export function isIPv4(host: string): boolean {
+  return /^[0-9.]+$/.test(host);
+}
+
+/**
+ * Lowercase DNS name of letters, digits and hyphens; no empty labels, no trailing dot. A name
+ * whose last label is all digits must be an IPv4 address in dotted-quad form (no leading zeros):
+ * `127.1` or `0177.0.0.1` would reach addresses their text does not show.
+ */
 export function canonicalHost(host: string, field: string): string {
   const h = host.toLowerCase();
   if (h.length > 253 || !/^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/.test(h)) {
     throw new InputError(field, `be a host name of letters, digits, hyphens and dots (got ${JSON.stringify(host)})`);
+  }
+  if (/(^|\.)[0-9]+$/.test(h)) {
+    const quad = h.split('.');
+    if (quad.length !== 4 || !quad.every((q) => /^(0|[1-9][0-9]{0,2})$/.test(q) && Number(q) <= 255))
+      throw new InputError(field, `be a host name, or an IPv4 address as four decimal numbers 0–255 (got ${JSON.stringify(host)})`);
   }
   return h;
 }
@@ -161,5 +208,5 @@ export function attenuationVerdict(parent: CapabilityBody, child: ChildRequest):
 }
 
 function describeTarget(t: Target): string {
-  return t.kind === 'path' ? `path ${t.path}` : t.kind === 'host' ? `host ${t.host}` : `repo ${t.repo}`;
+  return t.kind === 'path' ? `path ${t.path}` : t.kind === 'host' ? `host ${hostSpec(t)}` : `repo ${t.repo}`;
 }

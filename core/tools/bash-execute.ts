@@ -35,6 +35,8 @@ export interface BashExecuteIntent {
   cwd: string;
   sandbox: 'bubblewrap' | 'none';
   network: boolean;
+  /** With `network`: the capability's `host:` objects the egress proxy allowed. Absent before egress existed. */
+  egress?: string[];
   /**
    * Where the executing worker keeps the run markers (docs/design.md#shell-run-markers): its
    * root directory and that root's id. Absent in intents recorded before markers existed.

@@ -77,9 +77,14 @@ describe('legitimate accesses are allowed', () => {
     ['a symlink that stays inside', () => p(path.join(ws, 'inner', 'a.ts'))],
     ['an NFD spelling of an NFC path inside', () => p(path.join(ws, 'cafe\u0301', 'x'))],
     ['a subdomain of a host', () => ({ kind: 'host', host: 'API.Example.com' })],
+    ['a host object without a port: port 443', () => ({ kind: 'host', host: 'api.example.com', port: 443 })],
+    ['a host object without a port: port 80', () => ({ kind: 'host', host: 'example.com', port: 80 })],
+    ['a host object with a port: that port', () => ({ kind: 'host', host: 'db.example.org', port: 5432 })],
+    ['a granted IPv4 address and port', () => ({ kind: 'host', host: '93.184.215.14', port: 443 })],
     ['the named repository', () => ({ kind: 'repo', repo: 'acme/widgets' })],
   ])('%s', async (_name, target) => {
-    expect(await check(mint(), target())).toEqual({ allowed: true });
+    const objects = [`path:${ws}`, 'host:example.com', 'host:db.example.org:5432', 'host:93.184.215.14:443', 'repo:acme/widgets'];
+    expect(await check(mint({ objects }), target())).toEqual({ allowed: true });
   });
 
   it('a token signed by an older key still in the ring verifies (rotation)', async () => {
@@ -113,9 +118,19 @@ describe('attacks are denied with the right component', () => {
     ['an empty segment', () => p(`${ws}//src/a.ts`), 'objects'],
     ['a relative path', () => p('src/a.ts'), 'objects'],
     ['a host that only ends with the name', () => ({ kind: 'host', host: 'badexample.com' }), 'objects'],
+    // Issue 12 item 4: host objects name ports; addresses are not domains.
+    ['a port a host object without a port does not name', () => ({ kind: 'host', host: 'example.com', port: 5432 }), 'objects'],
+    ['another port of a host object with a port', () => ({ kind: 'host', host: 'db.example.org', port: 5433 }), 'objects'],
+    ['the default ports of a host object with a port', () => ({ kind: 'host', host: 'db.example.org' }), 'objects'],
+    ['an address "within" an IPv4 object by suffix', () => ({ kind: 'host', host: '1.93.184.215.14', port: 443 }), 'objects'],
+    ['an octal spelling of an address', () => ({ kind: 'host', host: '0177.0.0.1', port: 443 }), 'objects'],
+    ['a short spelling of an address', () => ({ kind: 'host', host: '127.1', port: 443 }), 'objects'],
+    ['a port out of range', () => ({ kind: 'host', host: 'example.com', port: 65536 }), 'objects'],
+    ['an IPv6 literal (not grantable)', () => ({ kind: 'host', host: '[::1]', port: 443 }), 'objects'],
     ['another repository of the owner', () => ({ kind: 'repo', repo: 'acme/widgets-private' }), 'objects'],
   ])('%s', async (_name, target, component) => {
-    expect(await check(mint(), target())).toMatchObject({ allowed: false, component });
+    const objects = [`path:${ws}`, 'host:example.com', 'host:db.example.org:5432', 'host:93.184.215.14:443', 'repo:acme/widgets'];
+    expect(await check(mint({ objects }), target())).toMatchObject({ allowed: false, component });
   });
 
   it.each([
@@ -243,6 +258,8 @@ describe('attenuation', () => {
     ['rights', () => ({ rights: ['read', 'exec'] })],
     ['objects', () => ({ objects: [`path:${path.dirname(ws)}`] })],
     ['objects', () => ({ objects: ['host:evil.com'] })],
+    ['objects', () => ({ objects: ['host:example.com:8443'] })], // a port the parent's host:example.com (80, 443) does not name
+    ['objects', () => ({ objects: ['host:0.0.1'] })], // not an address, not a name: refused
     ['cost', () => ({ max_cost: 6 })],
     ['budget', () => ({ budget: 21 })],
     ['expiry', () => ({ exp: Date.now() + 2 * HOUR })],
@@ -250,6 +267,12 @@ describe('attenuation', () => {
     const parent = mint({ aud: uniqueId('parent') });
     const result = await attenuate(parent, child(over() as Partial<ChildRequest>), parent.body.aud, { ring, budgets });
     expect(result).toMatchObject({ ok: false, component });
+  });
+
+  it('narrows a host object to one port of a subdomain (issue 12 item 4)', async () => {
+    const parent = mint({ aud: uniqueId('parent') });
+    const result = await attenuate(parent, child({ objects: ['host:api.example.com:443'] }), parent.body.aud, { ring, budgets });
+    expect(result).toMatchObject({ ok: true });
   });
 
   it("refuses a child budget larger than the parent's remaining budget", async () => {

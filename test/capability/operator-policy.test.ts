@@ -5,9 +5,10 @@
  * from the `connect` right. Real worker, real Temporal, real Postgres, real bubblewrap.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SettleClient } from '../../client/index';
 import { callChatCompletions } from '../../activities/model/openai-chat';
 import { makeWorkerPolicy } from '../../activities/worker-policy';
@@ -234,6 +235,53 @@ describe('workspaces, capabilities and the network are the operator’s choice (
       );
       const run = await runRaw(keyed, { workspace: ws, network: true, capability, turns: probe() }, id);
       expect(run.ok && run.result.calls[0]!.observation!.output).toBe('no-connection\n');
+    });
+
+    // Item 4: `connect` reaches exactly the capability's host objects, through the egress proxy.
+    it("with `connect`, exactly the capability's host objects through the proxy: never the worker's database, nothing around the proxy", async () => {
+      const web = http.createServer((req, res) => res.end(`web ${req.url}\n`));
+      await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+      const webPort = (web.address() as net.AddressInfo).port;
+      const pgPort = Number(new URL(inject('databaseUrl')).port || 5432);
+      // As the worker's operator, for this test only: both loopback ports may be reached (a
+      // mistake for the database, which the worker refuses anyway: it is its own service).
+      process.env.SETTLE_EGRESS_ALLOW_INTERNAL = `127.0.0.1:${webPort},127.0.0.1:${pgPort}`;
+      try {
+        const ws = tempWorkspace('policy');
+        const id = uniqueId('policy');
+        const capability = sign(
+          {
+            v: 1,
+            aud: id,
+            rights: ['read', 'write', 'exec', 'connect'],
+            objects: [`path:${ws}`, `host:localhost:${webPort}`, `host:localhost:${pgPort}`],
+            pred: { max_cost: 1, budget: 10 },
+            exp: Date.now() + 3_600_000,
+            parent: null,
+            depth: 0,
+          },
+          ring,
+        );
+        const command = [
+          `curl -sS -m 20 -p http://localhost:${webPort}/granted`,
+          `curl -sS -m 20 -p http://localhost:${pgPort}/ || echo pg-refused`,
+          `curl -sS -m 20 http://other.example:${webPort}/ | grep -o 'not within'`,
+          `curl -sS -m 10 --noproxy '*' http://127.0.0.1:${webPort}/ || echo direct-failed`,
+          `(exec 3<>/dev/tcp/127.0.0.1/${pgPort}) 2>/dev/null || echo pg-direct-failed`,
+        ].join('; ');
+        const turns = [{ turn: 0, calls: [{ call_id: 'e', tool: 'bash_execute', args: { command } }] }];
+        const run = await runRaw(keyed, { workspace: ws, capability, turns }, id);
+        expect(run.ok).toBe(true);
+        const obs = run.ok ? run.result.calls[0]!.observation! : null;
+        expect(obs?.output).toBe('web /granted\npg-refused\nnot within\ndirect-failed\npg-direct-failed\n');
+        expect(obs?.error).toMatch(new RegExp(`port ${pgPort} is the worker's own service`));
+        expect(obs?.error).toMatch(
+          /network only through the egress proxy, to host:localhost:\d+, host:localhost:\d+: 1 connection\(s\) allowed, 2 refused/,
+        );
+      } finally {
+        delete process.env.SETTLE_EGRESS_ALLOW_INTERNAL;
+        await new Promise<void>((r) => web.close(() => r()));
+      }
     });
   });
 });

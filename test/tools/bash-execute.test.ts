@@ -17,10 +17,10 @@ const db = openTestDb(2);
 const store = testStore(db);
 afterAll(() => db.destroy());
 
-async function run(command: string, opts: { timeout_ms?: number; network?: boolean; workspace?: string } = {}) {
+async function run(command: string, opts: { timeout_ms?: number; network?: boolean; egress?: string[]; workspace?: string } = {}) {
   const workspace = opts.workspace ?? tempWorkspace('bash');
   const args: BashExecuteArgs = { command, timeout_ms: opts.timeout_ms ?? 30_000 };
-  const env = { workspace, network: opts.network ?? false };
+  const env = { workspace, network: opts.network ?? false, ...(opts.egress ? { egress: opts.egress } : {}) };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('bash'), generation: 1, assertLeaseHeld: () => {} });
@@ -36,7 +36,8 @@ describe('bash_execute', () => {
     process.env.SETTLE_TEST_SECRET = 'must-not-leak';
     const { obs, workspace } = await run('pwd; echo "secret=${SETTLE_TEST_SECRET:-unset} home=$HOME"; echo oops >&2; exit 3');
     delete process.env.SETTLE_TEST_SECRET;
-    expect(obs).toEqual({ output: `${workspace}\nsecret=unset home=/tmp\n`, error: 'oops\n', exit_status: 3, truncated: false });
+    const { resources: _totals, ...rest } = obs; // the call's totals where there are per-call cgroups (call-cgroup.test.ts)
+    expect(rest).toEqual({ output: `${workspace}\nsecret=unset home=/tmp\n`, error: 'oops\n', exit_status: 3, truncated: false });
   });
 
   it('can write the workspace but not the system, and /tmp is private', async () => {
@@ -92,13 +93,16 @@ describe('bash_execute', () => {
     });
 
     // Issue 12 item 4: with the host's network shared, a command holding `connect` reached the
-    // worker's own services on loopback (its Postgres). Until egress goes through a proxy that
-    // allows only the capability's hosts, `connect` grants no network at all (fail closed).
+    // worker's own services on loopback (its Postgres). Now `connect` reaches only the
+    // capability's host objects, through the egress proxy (test/tools/egress.test.ts); the
+    // sandbox itself never has a route to the host's loopback.
     it("with the connect right still cannot reach the host's loopback services, and says so", async () => {
       const { obs, intent } = await run(probe(), { network: true });
       expect(obs.output).toBe('no-connection\n');
-      expect(obs.error).toMatch(/connect right grants no network yet/);
+      expect(obs.error).toMatch(/the capability names no host: objects/);
       expect(intent.network).toBe(true);
+      const granted = await run(probe(), { network: true, egress: [`host:127.0.0.1:${port}`] });
+      expect(granted.obs.output).toBe('no-connection\n');
     });
   });
 
@@ -176,7 +180,8 @@ describe('bash_execute', () => {
       const { workspace, call, execute, inDoubt } = await claimed('echo deploy >> log.txt; echo out; echo err >&2; exit 4');
       // The command ran to its end; the executor died before recording the result.
       const observation = await execute();
-      expect(observation).toEqual({ output: 'out\n', error: 'err\n', exit_status: 4, truncated: false });
+      // (plus the call's resource totals where the worker has per-call cgroups, kept in the exit marker too)
+      expect(observation).toMatchObject({ output: 'out\n', error: 'err\n', exit_status: 4, truncated: false });
       const { record, verdict } = await inDoubt();
       expect(verdict).toEqual({ verdict: 'applied', result: observation, detail: expect.stringMatching(/ended with status 4/) });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
