@@ -3,6 +3,7 @@
  * tool execution through endpoint records, probes, operator settlement.
  */
 import { FAILURE } from '../core/failures';
+import { failpoint } from './failpoints';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { deriveKey } from '../core/key';
@@ -23,6 +24,7 @@ import type { ChildRequest } from '../core/capability/rules';
 import { applyProbe, runSettled } from './settled/run-settled';
 import { emitCallEvent } from './observability/events';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
+import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from './settled/watch-record';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
 import type { ModelReply } from '../core/model/chat';
@@ -301,6 +303,8 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
       );
       const applied = await applyProbe(store, record, verdict);
       const final = verdict.verdict === 'unknown' && verdict.final === true;
+      // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
+      await failpoint('probe.after_answer');
       return {
         verdict: verdict.verdict,
         detail: verdict.detail,
@@ -308,6 +312,25 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         generation: record.generation,
         ...(final ? { final } : {}),
       };
+    },
+
+    /**
+     * While a call waits for an operator: returns once its record left IN_DOUBT at the generation in
+     * doubt (settled directly by `settle resolve`, or by a late completion). Read-only; runs until
+     * then, heartbeating, and ends when cancelled (the verdict came through the settleCall update).
+     */
+    async watchRecord(input: WatchRecordInput): Promise<WatchedRecord> {
+      const ctx = Context.current();
+      return watchRecord(store, input, {
+        ...WATCH_DEFAULTS,
+        heartbeat: () => ctx.heartbeat(),
+        sleep: async (ms) => {
+          await ctx.sleep(ms);
+        },
+        onReadError: (err) => {
+          ctx.log.warn(`watching the record of ${input.key}: read failed, trying again`, { error: err.message });
+        },
+      });
     },
 
     /**
