@@ -280,7 +280,7 @@ export class SettledCall {
     const key = this.key;
     state.awaitingOperator.add(key);
     // Current details are metadata, not history events: histories from before the patch show them too.
-    state.publish('waiting_operator', this.operatorDetails(why));
+    state.publish('waiting_operator', this.operatorDetails(why, generation));
     const verdict = () => state.operatorVerdictFor(key, generation) !== undefined;
     if (timeoutMs === null) {
       const watched = patched(PATCH_WATCH_RECORD) ? await this.verdictOrSettledRecord(generation, verdict) : await condition(verdict);
@@ -319,10 +319,12 @@ export class SettledCall {
   }
 
   /** The current details while an operator must decide: a one-line summary, then the exact commands. */
-  private operatorDetails(why: string): string {
+  private operatorDetails(why: string, generation: number): string {
     this.waitingSince ??= Date.now();
     // Two lines each (a shell continues after `\`): the UI's details pane cuts lines longer than ~90 characters.
-    const resolve = (as: string) => `settle resolve ${this.key} \\\n  --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
+    // Fenced by `--generation`: a pasted command settles the execution shown here, never a later one.
+    const resolve = (as: string) =>
+      `settle resolve ${this.key} \\\n  --generation ${generation} --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
     return waitDetails({
       headline: 'waiting for an operator',
       tool: this.report.tool,
@@ -331,7 +333,7 @@ export class SettledCall {
       sinceMs: this.waitingSince,
       deadline: null,
       explanation:
-        `Call ${codeSpan(this.report.callId)} (turn ${this.report.turn}) is IN_DOUBT: it may have taken effect, and ${why}. ` +
+        `Call ${codeSpan(this.report.callId)} (turn ${this.report.turn}) is IN_DOUBT at generation ${generation}: it may have taken effect, and ${why}. ` +
         'Check whether it did, then settle it with one of the commands above.',
       commands: [resolve('applied'), resolve('not-applied')],
     });
