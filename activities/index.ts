@@ -54,6 +54,12 @@ export interface ToolCallInput {
    * workflow needs no bookkeeping activity of its own. Absent in histories before the fast path.
    */
   countProposal?: boolean;
+  /**
+   * End an IN_DOUBT attempt with a non-retryable `SettleInDoubt` failure carrying the outcome,
+   * instead of returning it (the UI shows a returned attempt as "Completed"). Absent in histories
+   * and from workflow code before PATCH_IN_DOUBT_FAILS, which expect the outcome returned.
+   */
+  inDoubtFails?: boolean;
 }
 
 export interface ReadOnlyCallInput {
@@ -217,7 +223,11 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
           ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
           ...(input.countProposal ? { countProposal: true } : {}),
         },
-      ).then(boundOutcome);
+      ).then((outcome) => {
+        const labelled = boundOutcome(outcome);
+        if (labelled.kind === 'in_doubt' && input.inDoubtFails) throw inDoubtFailure(labelled);
+        return labelled;
+      });
     },
 
     /** The state of a key's endpoint record (UNSEEN when there is none). Read-only. */
@@ -407,6 +417,16 @@ function boundObservation(o: Observation): Observation {
 function boundOutcome(outcome: CallOutcome<Observation>): LabelledOutcome {
   const bounded = outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
   return { outcome: attemptLabel(bounded), ...bounded };
+}
+
+/** An IN_DOUBT attempt as a failure: red in the Web UI, its message saying what to do; not retried (the workflow probes). */
+function inDoubtFailure(outcome: LabelledOutcome & { kind: 'in_doubt' }): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FAILURE.InDoubt,
+    message: `IN_DOUBT at generation ${outcome.generation}: ${outcome.detail} — the effect may have happened; a probe or an operator settles it`,
+    nonRetryable: true,
+    details: [outcome],
+  });
 }
 
 /** A settled attempt's result as the activity returns it (histories before the label lack `outcome`). */

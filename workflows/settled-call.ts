@@ -13,7 +13,17 @@
  *
  * Nothing here guesses about an effect it cannot see (docs/design.md#probes).
  */
-import { ActivityCancellationType, CancellationScope, condition, patched, proxyActivities, sleep } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  patched,
+  proxyActivities,
+  sleep,
+} from '@temporalio/workflow';
+import { FAILURE } from '../core/failures';
 import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
 import { codeSpan, waitDetails } from '../core/operator-details';
@@ -69,6 +79,14 @@ export const PATCH_OPERATOR_WAIT = 'operator-wait-v1';
  * for the update alone (and waited forever when the verdict had gone to the record).
  */
 export const PATCH_WATCH_RECORD = 'operator-watch-record-v1';
+
+/**
+ * Patch id: an attempt that ends IN_DOUBT fails (non-retryable `SettleInDoubt`, the outcome in its
+ * details) instead of returning, so the Web UI shows it failed rather than a green "Completed"; the
+ * workflow takes the outcome from the failure and carries on exactly as before. Histories before it
+ * have the outcome returned.
+ */
+export const PATCH_IN_DOUBT_FAILS = 'in-doubt-fails-v1';
 
 /** Patch id: a cancelled trajectory waits for running settled activities, then compensates and shows `cancelled`. */
 export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activities-v1';
@@ -146,7 +164,8 @@ export class SettledCall {
     const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
     this.report.attempts++;
     this.state.publish('running', `turn ${this.report.turn}: ${this.summary}`);
-    return executeToolCall.executeWithOptions(
+    const inDoubtFails = patched(PATCH_IN_DOUBT_FAILS);
+    const execution = executeToolCall.executeWithOptions(
       {
         startToCloseTimeout: '10 minutes',
         // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
@@ -171,9 +190,11 @@ export class SettledCall {
           ...(input.capability ? { capability: input.capability } : {}),
           ...(input.keyMode ? { keyMode: input.keyMode } : {}),
           ...(this.countProposal ? { countProposal: true } : {}),
+          ...(inDoubtFails ? { inDoubtFails: true } : {}),
         },
       ],
     );
+    return inDoubtFails ? execution.catch(inDoubtOutcome) : execution;
   }
 
   /** What this attempt is, on the timeline: the first run, a run again after NOT_EXECUTED, or a replay of a settled result. */
@@ -361,6 +382,16 @@ export async function applyOperatorVerdict(
   // Histories recorded before verdicts carried a generation have none: it applies to the wait in progress.
   if (result.state !== 'IN_DOUBT') state.recordOperatorVerdict(s.key, result.generation ?? null, result.state);
   return { state: result.state };
+}
+
+/** The outcome an IN_DOUBT attempt failed with (PATCH_IN_DOUBT_FAILS); any other failure is rethrown. */
+function inDoubtOutcome(err: unknown): CallOutcome<Observation> {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (cause instanceof ApplicationFailure && cause.type === FAILURE.InDoubt) {
+    const outcome = cause.details?.[0] as CallOutcome<Observation> | undefined;
+    if (outcome?.kind === 'in_doubt' && Number.isSafeInteger(outcome.generation)) return outcome;
+  }
+  throw err;
 }
 
 /** The capability (or, component `policy`, the worker's operator) refused this access: nothing was claimed or touched. */

@@ -124,6 +124,12 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     expect(text).toContain('IN_DOUBT');
     expect(text).not.toMatch(/[–—‘’“”]/);
     await shot(page, '2-trajectory-waiting-operator');
+    // Never green for the uncertain: the attempt that ended IN_DOUBT reads "Failed" among the
+    // events with metadata (its summary, then its badge), not "Completed".
+    const attempt = page.getByText(/^bash_execute echo deployed >> deploy\.log · key/).first();
+    await attempt.waitFor({ timeout: 30_000 });
+    const row = (await attempt.locator('xpath=../..').innerText()).split('\n').filter((l) => l.trim());
+    expect(row).toEqual(['Activity', expect.stringMatching(/^bash_execute echo deployed >> deploy\.log · key/), 'Failed']);
 
     // 3. Paste the command as shown, with a name and a reason, into a shell.
     const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bin-'));
