@@ -11,11 +11,14 @@
  */
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { settleByOperator } from '../../activities/settled/operator-settlement';
 import type { TrajectoryResult } from '../../workflows/trajectory';
 import type { WorkerProcess } from '../../chaos/infra/worker-process';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
-import { until, workerProcess } from '../support/in-doubt';
+import { inDoubtShellCall, until, workerProcess } from '../support/in-doubt';
+import { resolveCall } from '../../cli/resolve-call';
+import { SettleClient } from '../../client/index';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -96,6 +99,54 @@ describe('settle resolve racing the wait for an operator', { timeout: 240_000 },
       const result = (await handle.result()) as TrajectoryResult;
       expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'settled_by_operator' });
       expect(await store.get(record.key)).toMatchObject({ state: 'COMPLETED', generation: record.generation, settledBy: 'operator:frank' });
+    } finally {
+      await connection.close();
+    }
+  });
+});
+
+/** The watch activity's events: scheduled, and what ended it. */
+async function watchEvents(handle: WorkflowHandle): Promise<string[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const watch = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'watchRecord');
+  if (!watch) return [];
+  const id = String(watch.eventId);
+  const of = (e: (typeof events)[number]) =>
+    [
+      e.activityTaskCancelRequestedEventAttributes?.scheduledEventId,
+      e.activityTaskCompletedEventAttributes?.scheduledEventId,
+      e.activityTaskFailedEventAttributes?.scheduledEventId,
+      e.activityTaskCanceledEventAttributes?.scheduledEventId,
+      e.activityTaskTimedOutEventAttributes?.scheduledEventId,
+    ].some((s) => String(s) === id);
+  return ['scheduled', ...events.filter(of).map((e) => temporal.api.enums.v1.EventType[e.eventType!])];
+}
+
+describe('the watched wait for an operator', { timeout: 240_000 }, () => {
+  it('a verdict through the update ends the wait and cancels the watch; a cancelled trajectory ends cancelled', async () => {
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    const client = new Client({ connection });
+    try {
+      const first = await inDoubtShellCall(client, store);
+      workers.push(first.worker);
+      const second = await inDoubtShellCall(client, store);
+      workers.push(second.worker);
+      const resolution = await resolveCall(new SettleClient(client, first.taskQueue), store, {
+        key: first.key,
+        verdict: 'not_applied',
+        operator: 'grace',
+        reason: 'no line in deploy.log',
+      });
+      expect(resolution).toMatchObject({ path: 'update', state: 'NOT_EXECUTED' });
+      const result = (await first.handle.result()) as TrajectoryResult;
+      expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'executed' });
+      // One watch for the whole wait, cancelled once the verdict came.
+      expect((await watchEvents(first.handle)).slice(0, 2)).toEqual(['scheduled', 'EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED']);
+
+      await second.handle.cancel();
+      await expect(second.handle.result()).rejects.toThrow();
+      expect((await second.handle.describe()).status.name).toBe('CANCELLED');
+      expect(await store.get(second.key)).toMatchObject({ state: 'IN_DOUBT' });
     } finally {
       await connection.close();
     }
