@@ -11,6 +11,7 @@ import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
+import { tracingFromEnv, type Tracing } from './tracing';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -35,6 +36,8 @@ export interface SettleWorkerOptions {
   policy?: WorkerPolicy;
   /** Where start-up warnings go (default: stderr). */
   warn?: (line: string) => void;
+  /** OpenTelemetry tracing of activities; default: as the environment asks (workers/tracing.ts), else none. */
+  tracing?: Tracing | null;
 }
 
 export interface SettleWorker {
@@ -57,6 +60,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
         '(any path in their workspace, any command). Development only; unset it in production.',
     );
   }
+  const tracing = options.tracing !== undefined ? options.tracing : tracingFromEnv('settle');
   const db = openDatabase(options.databaseUrl);
   const connection = await NativeConnection.connect(target.connectionOptions);
   const workerOptions: WorkerOptions = {
@@ -74,6 +78,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       policy,
     }),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   };
   let worker: Worker;
   try {
@@ -81,6 +86,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   } catch (err) {
     await connection.close();
     await db.destroy();
+    await tracing?.shutdown();
     throw err;
   }
   return {
@@ -93,6 +99,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       } finally {
         await connection.close();
         await db.destroy();
+        await tracing?.shutdown(); // exports the spans still buffered
       }
     },
   };
