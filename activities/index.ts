@@ -3,6 +3,7 @@
  * tool execution through endpoint records, probes, operator settlement.
  */
 import { FAILURE } from '../core/failures';
+import { failpoint } from './failpoints';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { deriveKey } from '../core/key';
@@ -23,6 +24,7 @@ import type { ChildRequest } from '../core/capability/rules';
 import { probeRecord, runSettled } from './settled/run-settled';
 import { emitCallEvent } from './observability/events';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
+import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from './settled/watch-record';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
 import type { ModelReply } from '../core/model/chat';
@@ -52,6 +54,12 @@ export interface ToolCallInput {
    * workflow needs no bookkeeping activity of its own. Absent in histories before the fast path.
    */
   countProposal?: boolean;
+  /**
+   * End an IN_DOUBT attempt with a non-retryable `SettleInDoubt` failure carrying the outcome,
+   * instead of returning it (the UI shows a returned attempt as "Completed"). Absent in histories
+   * and from workflow code before PATCH_IN_DOUBT_FAILS, which expect the outcome returned.
+   */
+  inDoubtFails?: boolean;
 }
 
 export interface ReadOnlyCallInput {
@@ -219,7 +227,11 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
           ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
           ...(input.countProposal ? { countProposal: true } : {}),
         },
-      ).then(boundOutcome);
+      ).then((outcome) => {
+        const labelled = boundOutcome(outcome);
+        if (labelled.kind === 'in_doubt' && input.inDoubtFails) throw inDoubtFailure(labelled);
+        return labelled;
+      });
     },
 
     /** The state of a key's endpoint record (UNSEEN when there is none). Read-only. */
@@ -294,6 +306,8 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
       const { tool, args } = settledCall(record.tool, record.args);
       const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace: input.workspace });
       const final = verdict.verdict === 'unknown' && verdict.final === true;
+      // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
+      await failpoint('probe.after_answer');
       return {
         verdict: verdict.verdict,
         detail: verdict.detail,
@@ -301,6 +315,25 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         generation: record.generation,
         ...(final ? { final } : {}),
       };
+    },
+
+    /**
+     * While a call waits for an operator: returns once its record left IN_DOUBT at the generation in
+     * doubt (settled directly by `settle resolve`, or by a late completion). Read-only; runs until
+     * then, heartbeating, and ends when cancelled (the verdict came through the settleCall update).
+     */
+    async watchRecord(input: WatchRecordInput): Promise<WatchedRecord> {
+      const ctx = Context.current();
+      return watchRecord(store, input, {
+        ...WATCH_DEFAULTS,
+        heartbeat: () => ctx.heartbeat(),
+        sleep: async (ms) => {
+          await ctx.sleep(ms);
+        },
+        onReadError: (err) => {
+          ctx.log.warn(`watching the record of ${input.key}: read failed, trying again`, { error: err.message });
+        },
+      });
     },
 
     /**
@@ -377,6 +410,16 @@ function boundObservation(o: Observation): Observation {
 function boundOutcome(outcome: CallOutcome<Observation>): LabelledOutcome {
   const bounded = outcome.kind === 'completed' ? { ...outcome, result: boundObservation(outcome.result) } : outcome;
   return { outcome: attemptLabel(bounded), ...bounded };
+}
+
+/** An IN_DOUBT attempt as a failure: red in the Web UI, its message saying what to do; not retried (the workflow probes). */
+function inDoubtFailure(outcome: LabelledOutcome & { kind: 'in_doubt' }): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FAILURE.InDoubt,
+    message: `IN_DOUBT at generation ${outcome.generation}: ${outcome.detail} — the effect may have happened; a probe or an operator settles it`,
+    nonRetryable: true,
+    details: [outcome],
+  });
 }
 
 /** A settled attempt's result as the activity returns it (histories before the label lack `outcome`). */

@@ -21,6 +21,12 @@ export const FAILURE = {
   InvalidArgs: 'SettleInvalidArgs',
   /** keyMode 'hmac' on a worker without a usable SETTLE_KEY_SECRET. */
   KeySecret: 'SettleKeySecret',
+  /**
+   * A settled attempt ended IN_DOUBT: its effect may have happened. Raised (non-retryable) instead
+   * of a normal return when the workflow asks for it, so the Web UI shows the attempt failed, never
+   * green; details carry the attempt's outcome, and the workflow goes on to probe or wait as before.
+   */
+  InDoubt: 'SettleInDoubt',
   /** The model driver's configuration cannot work on this worker (e.g. its API key variable). */
   ModelConfig: 'SettleModelConfig',
   /** The model server refused the request for good (4xx other than rate limits). */

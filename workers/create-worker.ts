@@ -13,6 +13,7 @@ import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
+import { tracingFromEnv, type Tracing } from './tracing';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -37,6 +38,8 @@ export interface SettleWorkerOptions {
   policy?: WorkerPolicy;
   /** Where start-up warnings go (default: stderr). */
   warn?: (line: string) => void;
+  /** OpenTelemetry tracing of activities; default: as the environment asks (workers/tracing.ts), else none. */
+  tracing?: Tracing | null;
 }
 
 export interface SettleWorker {
@@ -61,6 +64,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   }
   // Per-call cgroups, or a loud warning (stderr, once per process) that calls are bounded per process only.
   cgroupSupport();
+  const tracing = options.tracing !== undefined ? options.tracing : tracingFromEnv('settle');
   const db = openDatabase(options.databaseUrl);
   // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
   registerWorkerServiceUrl(options.databaseUrl, 5432);
@@ -81,6 +85,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       policy,
     }),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   };
   let worker: Worker;
   try {
@@ -88,6 +93,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   } catch (err) {
     await connection.close();
     await db.destroy();
+    await tracing?.shutdown();
     throw err;
   }
   return {
@@ -100,6 +106,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       } finally {
         await connection.close();
         await db.destroy();
+        await tracing?.shutdown(); // exports the spans still buffered
       }
     },
   };

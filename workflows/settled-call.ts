@@ -13,7 +13,17 @@
  *
  * Nothing here guesses about an effect it cannot see (docs/design.md#probes).
  */
-import { ActivityCancellationType, condition, patched, proxyActivities, sleep } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  patched,
+  proxyActivities,
+  sleep,
+} from '@temporalio/workflow';
+import { FAILURE } from '../core/failures';
 import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
 import { codeSpan, waitDetails } from '../core/operator-details';
@@ -21,6 +31,7 @@ import { declaresProbe } from '../core/tools/catalog';
 import type { CallOutcome, RecordStateOrUnseen } from '../core/records';
 import type { Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
+import type { WatchedRecord } from '../activities/settled/watch-record';
 import type { CallReport } from './definitions';
 import type { CallContext } from './call-pipeline';
 import type { TrajectoryState } from './trajectory-state';
@@ -43,12 +54,39 @@ const PROBE_OPTIONS = {
 const { executeToolCall } = proxyActivities<SettleActivities>({ startToCloseTimeout: '10 minutes' });
 const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>(PROBE_OPTIONS);
 
+const WATCH_OPTIONS = {
+  // Runs for as long as the wait: attempts that end (a day, or a dead worker noticed by its
+  // missing heartbeat) are retried without a history event; only its end is recorded.
+  startToCloseTimeout: '1 day',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+  // Read-only: nothing to wait for when the verdict came through the update instead.
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
+} as const;
+const { watchRecord } = proxyActivities<SettleActivities>(WATCH_OPTIONS);
+
 /**
  * Patch id: an in-doubt call of a tool that declares no probe (core/tools/catalog.ts) waits for an
  * operator at once and is never re-probed, as is one whose probe answers a final unknown; probe rounds are counted in `probes`, not `attempts`;
  * probes and the operator wait carry summaries. Histories before it re-probed every tool.
  */
 export const PATCH_OPERATOR_WAIT = 'operator-wait-v1';
+
+/**
+ * Patch id: while a call waits for an operator with no end (no probe could tell), a watch activity
+ * reads its record, so a record settled without the update — `settle resolve` run while the
+ * trajectory was not yet waiting, a late completion — ends the wait. Histories before it waited
+ * for the update alone (and waited forever when the verdict had gone to the record).
+ */
+export const PATCH_WATCH_RECORD = 'operator-watch-record-v1';
+
+/**
+ * Patch id: an attempt that ends IN_DOUBT fails (non-retryable `SettleInDoubt`, the outcome in its
+ * details) instead of returning, so the Web UI shows it failed rather than a green "Completed"; the
+ * workflow takes the outcome from the failure and carries on exactly as before. Histories before it
+ * have the outcome returned.
+ */
+export const PATCH_IN_DOUBT_FAILS = 'in-doubt-fails-v1';
 
 /** Patch id: a cancelled trajectory waits for running settled activities, then compensates and shows `cancelled`. */
 export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activities-v1';
@@ -126,7 +164,8 @@ export class SettledCall {
     const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
     this.report.attempts++;
     this.state.publish('running', `turn ${this.report.turn}: ${this.summary}`);
-    return executeToolCall.executeWithOptions(
+    const inDoubtFails = patched(PATCH_IN_DOUBT_FAILS);
+    const execution = executeToolCall.executeWithOptions(
       {
         startToCloseTimeout: '10 minutes',
         // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
@@ -151,9 +190,11 @@ export class SettledCall {
           ...(input.capability ? { capability: input.capability } : {}),
           ...(input.keyMode ? { keyMode: input.keyMode } : {}),
           ...(this.countProposal ? { countProposal: true } : {}),
+          ...(inDoubtFails ? { inDoubtFails: true } : {}),
         },
       ],
     );
+    return inDoubtFails ? execution.catch(inDoubtOutcome) : execution;
   }
 
   /** What this attempt is, on the timeline: the first run, a run again after NOT_EXECUTED, or a replay of a settled result. */
@@ -260,21 +301,51 @@ export class SettledCall {
     const key = this.key;
     state.awaitingOperator.add(key);
     // Current details are metadata, not history events: histories from before the patch show them too.
-    state.publish('waiting_operator', this.operatorDetails(why));
+    state.publish('waiting_operator', this.operatorDetails(why, generation));
     const verdict = () => state.operatorVerdictFor(key, generation) !== undefined;
-    if (timeoutMs === null) await condition(verdict);
-    else if (!(await condition(verdict, timeoutMs, current ? { summary: `probe ${this.short}… again` } : {}))) return null;
+    if (timeoutMs === null) {
+      const watched = patched(PATCH_WATCH_RECORD) ? await this.verdictOrSettledRecord(generation, verdict) : await condition(verdict);
+      if (watched) {
+        // Settled on the record, not through the update: any verdict that arrived meanwhile is moot.
+        state.awaitingOperator.delete(key);
+        state.takeOperatorVerdict(key, generation);
+        this.report.state = watched.state;
+        return { by: watched.settledBy?.startsWith('operator:') ? 'operator' : 'probe', state: watched.state };
+      }
+    } else if (!(await condition(verdict, timeoutMs, current ? { summary: `probe ${this.short}… again` } : {}))) return null;
     state.awaitingOperator.delete(key);
     const settled = state.takeOperatorVerdict(key, generation)!;
     this.report.state = settled;
     return { by: 'operator', state: settled };
   }
 
+  /** Waits for the update's verdict or, whichever comes first, the record settled some other way (null: the verdict). */
+  private async verdictOrSettledRecord(generation: number, verdict: () => boolean): Promise<WatchedRecord | null> {
+    const scope = new CancellationScope();
+    const given = scope.run(() => condition(verdict)).then(() => null);
+    const watched = scope.run(() =>
+      watchRecord.executeWithOptions(
+        { ...WATCH_OPTIONS, summary: `watch ${this.short}… gen ${generation} until it is settled (the record, read every ≤ 60 s)` },
+        [{ key: this.key, generation }],
+      ),
+    );
+    try {
+      return await Promise.race([given, watched]);
+    } finally {
+      // The loser is cancelled (the watch stops at its next heartbeat); its rejection is expected.
+      scope.cancel();
+      given.catch(() => undefined);
+      watched.catch(() => undefined);
+    }
+  }
+
   /** The current details while an operator must decide: a one-line summary, then the exact commands. */
-  private operatorDetails(why: string): string {
+  private operatorDetails(why: string, generation: number): string {
     this.waitingSince ??= Date.now();
     // Two lines each (a shell continues after `\`): the UI's details pane cuts lines longer than ~90 characters.
-    const resolve = (as: string) => `settle resolve ${this.key} \\\n  --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
+    // Fenced by `--generation`: a pasted command settles the execution shown here, never a later one.
+    const resolve = (as: string) =>
+      `settle resolve ${this.key} \\\n  --generation ${generation} --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
     return waitDetails({
       headline: 'waiting for an operator',
       tool: this.report.tool,
@@ -283,7 +354,7 @@ export class SettledCall {
       sinceMs: this.waitingSince,
       deadline: null,
       explanation:
-        `Call ${codeSpan(this.report.callId)} (turn ${this.report.turn}) is IN_DOUBT: it may have taken effect, and ${why}. ` +
+        `Call ${codeSpan(this.report.callId)} (turn ${this.report.turn}) is IN_DOUBT at generation ${generation}: it may have taken effect, and ${why}. ` +
         'Check whether it did, then settle it with one of the commands above.',
       commands: [resolve('applied'), resolve('not-applied')],
     });
@@ -311,6 +382,16 @@ export async function applyOperatorVerdict(
   // Histories recorded before verdicts carried a generation have none: it applies to the wait in progress.
   if (result.state !== 'IN_DOUBT') state.recordOperatorVerdict(s.key, result.generation ?? null, result.state);
   return { state: result.state };
+}
+
+/** The outcome an IN_DOUBT attempt failed with (PATCH_IN_DOUBT_FAILS); any other failure is rethrown. */
+function inDoubtOutcome(err: unknown): CallOutcome<Observation> {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (cause instanceof ApplicationFailure && cause.type === FAILURE.InDoubt) {
+    const outcome = cause.details?.[0] as CallOutcome<Observation> | undefined;
+    if (outcome?.kind === 'in_doubt' && Number.isSafeInteger(outcome.generation)) return outcome;
+  }
+  throw err;
 }
 
 /** The capability (or, component `policy`, the worker's operator) refused this access: nothing was claimed or touched. */

@@ -73,9 +73,9 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
         ?.split('\n');
       expect(block).toEqual([
         `settle resolve ${key} \\`,
-        `  --as applied --operator YOUR_NAME --reason 'what you checked'`,
+        `  --generation 1 --as applied --operator YOUR_NAME --reason 'what you checked'`,
         `settle resolve ${key} \\`,
-        `  --as not-applied --operator YOUR_NAME --reason 'what you checked'`,
+        `  --generation 1 --as not-applied --operator YOUR_NAME --reason 'what you checked'`,
       ]);
 
       // status: outcome column, probes apart from attempts, aligned columns.

@@ -90,6 +90,8 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     const summary = 'SRE drill: deploy of ticket 4711';
     call = await inDoubtShellCall(new Client({ connection }), store, { summary });
     const { trajectoryId, key } = call;
+    // The generation in doubt, as `settle show` gives it: the command shown must be fenced to it.
+    const generation = (await store.get(key))!.generation;
     const page = await browser.newPage({ viewport: { width: 1600, height: 1200 } });
 
     // 1. The list, filtered by a settle search attribute.
@@ -108,10 +110,12 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     await frameWith(page, summary);
     const details = await frameWith(page, 'waiting for an operator');
     const text = await details.locator('body').innerText();
-    const applied = `settle resolve ${key} \\\n  --as applied --operator YOUR_NAME --reason 'what you checked'`;
+    const applied = `settle resolve ${key} \\\n  --generation ${generation} --as applied --operator YOUR_NAME --reason 'what you checked'`;
     // Verbatim: no en dash for "--", no curly quotes, the whole key.
     expect(text).toContain(applied);
-    expect(text).toContain(`settle resolve ${key} \\\n  --as not-applied --operator YOUR_NAME --reason 'what you checked'`);
+    expect(text).toContain(
+      `settle resolve ${key} \\\n  --generation ${generation} --as not-applied --operator YOUR_NAME --reason 'what you checked'`,
+    );
     expect(text.split('\n')[0]).toMatch(
       new RegExp(
         `^waiting for an operator · bash_execute echo deployed >> deploy\\.log · key ${key.slice(0, 16)} · since .* UTC · no deadline$`,
@@ -120,6 +124,12 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     expect(text).toContain('IN_DOUBT');
     expect(text).not.toMatch(/[–—‘’“”]/);
     await shot(page, '2-trajectory-waiting-operator');
+    // Never green for the uncertain: the attempt that ended IN_DOUBT reads "Failed" among the
+    // events with metadata (its summary, then its badge), not "Completed".
+    const attempt = page.getByText(/^bash_execute echo deployed >> deploy\.log · key/).first();
+    await attempt.waitFor({ timeout: 30_000 });
+    const row = (await attempt.locator('xpath=../..').innerText()).split('\n').filter((l) => l.trim());
+    expect(row).toEqual(['Activity', expect.stringMatching(/^bash_execute echo deployed >> deploy\.log · key/), 'Failed']);
 
     // 3. Paste the command as shown, with a name and a reason, into a shell.
     const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bin-'));
