@@ -57,7 +57,7 @@ export interface ToolCallInput {
   /**
    * End an IN_DOUBT attempt with a non-retryable `SettleInDoubt` failure carrying the outcome,
    * instead of returning it (the UI shows a returned attempt as "Completed"). Absent in histories
-   * and from workflow code before PATCH_IN_DOUBT_FAILS, which expect the outcome returned.
+   * and from workflow code before `inDoubtFails` was sent, which expect the outcome returned.
    */
   inDoubtFails?: boolean;
 }

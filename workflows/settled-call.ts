@@ -80,14 +80,6 @@ export const PATCH_OPERATOR_WAIT = 'operator-wait-v1';
  */
 export const PATCH_WATCH_RECORD = 'operator-watch-record-v1';
 
-/**
- * Patch id: an attempt that ends IN_DOUBT fails (non-retryable `SettleInDoubt`, the outcome in its
- * details) instead of returning, so the Web UI shows it failed rather than a green "Completed"; the
- * workflow takes the outcome from the failure and carries on exactly as before. Histories before it
- * have the outcome returned.
- */
-export const PATCH_IN_DOUBT_FAILS = 'in-doubt-fails-v1';
-
 /** Patch id: a cancelled trajectory waits for running settled activities, then compensates and shows `cancelled`. */
 export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activities-v1';
 
@@ -164,7 +156,6 @@ export class SettledCall {
     const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
     this.report.attempts++;
     this.state.publish('running', `turn ${this.report.turn}: ${this.summary}`);
-    const inDoubtFails = patched(PATCH_IN_DOUBT_FAILS);
     const execution = executeToolCall.executeWithOptions(
       {
         startToCloseTimeout: '10 minutes',
@@ -190,11 +181,15 @@ export class SettledCall {
           ...(input.capability ? { capability: input.capability } : {}),
           ...(input.keyMode ? { keyMode: input.keyMode } : {}),
           ...(this.countProposal ? { countProposal: true } : {}),
-          ...(inDoubtFails ? { inDoubtFails: true } : {}),
+          // An attempt that ends IN_DOUBT fails (non-retryable `SettleInDoubt`, the outcome in its
+          // details) rather than returning, so the Web UI shows it failed, not a green "Completed".
+          // No patch: the commands are the same either way, and the outcome is read from whichever
+          // form the history holds (histories from before this flag hold it returned).
+          inDoubtFails: true,
         },
       ],
     );
-    return inDoubtFails ? execution.catch(inDoubtOutcome) : execution;
+    return execution.catch(inDoubtOutcome);
   }
 
   /** What this attempt is, on the timeline: the first run, a run again after NOT_EXECUTED, or a replay of a settled result. */
@@ -384,7 +379,7 @@ export async function applyOperatorVerdict(
   return { state: result.state };
 }
 
-/** The outcome an IN_DOUBT attempt failed with (PATCH_IN_DOUBT_FAILS); any other failure is rethrown. */
+/** The outcome an IN_DOUBT attempt failed with (`inDoubtFails`); any other failure is rethrown. */
 function inDoubtOutcome(err: unknown): CallOutcome<Observation> {
   const cause = err instanceof ActivityFailure ? err.cause : undefined;
   if (cause instanceof ApplicationFailure && cause.type === FAILURE.InDoubt) {
