@@ -45,11 +45,15 @@ function proseLines(markdown: string): { line: number; text: string }[] {
   return lines;
 }
 
-/** GitHub's heading anchors: lowercase, punctuation dropped, spaces to hyphens, repeats numbered. */
+/**
+ * GitHub's heading anchors (lowercase, punctuation dropped, spaces to hyphens, repeats numbered),
+ * plus explicit `<a id="…">` anchors, which GitHub also resolves.
+ */
 function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>();
   const seen = new Map<string, number>();
   for (const { text } of proseLines(markdown)) {
+    for (const a of text.matchAll(/<a (?:id|name)="([^"]+)"><\/a>/g)) anchors.add(a[1]!);
     const m = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(text);
     if (!m) continue;
     const base = m[1]!
@@ -116,6 +120,7 @@ describe('the checkers find what they look for', () => {
       'states',
       'states-1',
     ]);
+    expect([...headingAnchors('<a id="egress"></a>**Egress** text\n```\n<a id="in-code"></a>\n```\n')]).toEqual(['egress']);
   });
 
   it('reports a link to a missing file, outside the repo, or to a missing heading', () => {
