@@ -9,6 +9,7 @@ import path from 'node:path';
 import proto from '@temporalio/proto';
 
 const { temporal } = proto;
+import { trajectoryStartOptions } from '../client/index';
 import type { BenchStack } from './support/bench-stack';
 import type { Figure } from './support/figures';
 import { rssBytes, treeCpuMs } from './support/proc';
@@ -39,11 +40,9 @@ function prepare(
 async function startTrajectory(b: BenchStack, side: Side) {
   const { id, workspace, edits } = prepare(b, side);
   if (side === 'settle') {
-    return b.client.workflow.start('trajectoryWorkflow', {
-      taskQueue: b.settleQueue,
-      workflowId: id,
-      args: [{ workspace, turns: edits.map((args, i) => ({ turn: i, calls: [{ call_id: `c${i}`, tool: 'file_edit', args }] })) }],
-    });
+    // Started as settle's client starts one (client/index.ts): what orchestrators get.
+    const turns = edits.map((args, i) => ({ turn: i, calls: [{ call_id: `c${i}`, tool: 'file_edit', args }] }));
+    return b.client.workflow.start('trajectoryWorkflow', trajectoryStartOptions(b.settleQueue, id, { workspace, turns }));
   }
   return b.client.workflow.start('plainTrajectory', { taskQueue: b.plainQueue, workflowId: id, args: [{ workspace, edits }] });
 }

@@ -8,7 +8,13 @@
  *   await settle.finish('ticket-4711', 'completed', 'task done');
  */
 import { DEFAULT_TASK_QUEUE, loadTemporalTarget, type TargetOverrides } from './connection';
-import { Client, Connection, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import {
   approveCallUpdate,
   callsQuery,
@@ -25,7 +31,13 @@ import {
   type TrajectoryResult,
 } from '../workflows/definitions';
 import type { trajectoryWorkflow } from '../workflows/trajectory';
-import { SA_IN_DOUBT_COUNT, SA_PARENT_TRAJECTORY, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../workflows/search-attributes';
+import {
+  initialSearchAttributes,
+  SA_IN_DOUBT_COUNT,
+  SA_PARENT_TRAJECTORY,
+  SA_PENDING_APPROVALS,
+  SA_TRAJECTORY_STATUS,
+} from '../workflows/search-attributes';
 // CommonJS package: its namespace comes through the default export under ESM.
 import proto from '@temporalio/proto';
 const { temporal } = proto;
@@ -52,6 +64,28 @@ export function trajectorySummary(input: TrajectoryRequest): string {
       ? `${input.turns.length} scripted turn(s)`
       : 'orchestrator-driven (runTurn updates)';
   return `settle trajectory · ${driver} · workspace ${input.workspace}`;
+}
+
+/**
+ * How settle's client starts a trajectory (`client.workflow.start('trajectoryWorkflow', …)`):
+ * the trajectory id as workflow id, the static summary, and the initial search attributes, so
+ * the Web UI and `SettleTrajectoryStatus="running"` queries see it from the first moment and the
+ * workflow upserts nothing to repeat them. Exported for callers that start trajectories on a
+ * Temporal client of their own (bench/e2e.ts); the input is not checked here (SettleClient.start does).
+ */
+export function trajectoryStartOptions(
+  taskQueue: string,
+  trajectoryId: string,
+  input: TrajectoryRequest,
+  options: StartOptions = {},
+): WorkflowStartOptions<typeof trajectoryWorkflow> {
+  return {
+    taskQueue,
+    workflowId: trajectoryId,
+    args: [input],
+    staticSummary: options.summary ?? trajectorySummary(input),
+    typedSearchAttributes: initialSearchAttributes(),
+  };
 }
 
 export interface TrajectoryStatusReport {
@@ -105,12 +139,10 @@ export class SettleClient {
   ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
     if (isReservedChildId(trajectoryId)) throw new InputError('trajectoryId', RESERVED_CHILD_ID_RULE);
     parseArgs(TrajectoryRequestSchema, input, 'input');
-    return this.client.workflow.start<typeof trajectoryWorkflow>('trajectoryWorkflow', {
-      taskQueue: this.taskQueue,
-      workflowId: trajectoryId,
-      args: [input],
-      staticSummary: options.summary ?? trajectorySummary(input),
-    });
+    return this.client.workflow.start<typeof trajectoryWorkflow>(
+      'trajectoryWorkflow',
+      trajectoryStartOptions(this.taskQueue, trajectoryId, input, options),
+    );
   }
 
   /**

@@ -6,7 +6,7 @@
  *
  * The settled execution (claim, probe, operator) is settled-call.ts; sub-agents are subagent.ts.
  */
-import { condition, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { condition, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
@@ -251,7 +251,7 @@ export async function countProposal(
   issue: { field: string; rule: string } | null,
 ): Promise<void> {
   if (isCompensationCallId(call.call_id)) return;
-  if (!ctx.state.countsInActivities && !patched(PATCH_RECORD_PROPOSED_CALLS)) return;
+  if (!ctx.state.countsInActivities && !ctx.state.patches.has(PATCH_RECORD_PROPOSED_CALLS)) return;
   await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
 

@@ -1,5 +1,5 @@
 /** Typed keys for settle's custom search attributes (names and types from core/search-attributes.ts). */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 
 export type TrajectoryStatus = 'running' | 'waiting_probe' | 'waiting_operator' | 'waiting_approval' | 'completed' | 'failed' | 'cancelled';
 
@@ -7,3 +7,18 @@ export const SA_TRAJECTORY_STATUS = defineSearchAttributeKey('SettleTrajectorySt
 export const SA_IN_DOUBT_COUNT = defineSearchAttributeKey('SettleInDoubtCount', SearchAttributeType.INT);
 export const SA_PENDING_APPROVALS = defineSearchAttributeKey('SettlePendingApprovals', SearchAttributeType.INT);
 export const SA_PARENT_TRAJECTORY = defineSearchAttributeKey('SettleParentTrajectory', SearchAttributeType.KEYWORD);
+
+/**
+ * The search attributes a trajectory starts with: what its first publish would set (running, no
+ * call in doubt, no approval pending), and its parent for a sub-agent. Set in the start request
+ * (client/index.ts trajectoryStartOptions, subagent.ts), they are visible from the first moment
+ * and the run upserts nothing to repeat them (patches.ts PATCH_SETTLE_2026_12).
+ */
+export function initialSearchAttributes(parentTrajectoryId?: string): SearchAttributePair[] {
+  return [
+    { key: SA_TRAJECTORY_STATUS, value: 'running' },
+    { key: SA_IN_DOUBT_COUNT, value: 0 },
+    { key: SA_PENDING_APPROVALS, value: 0 },
+    ...(parentTrajectoryId ? [{ key: SA_PARENT_TRAJECTORY, value: parentTrajectoryId }] : []),
+  ];
+}

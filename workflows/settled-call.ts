@@ -19,7 +19,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
-  patched,
   proxyActivities,
   sleep,
 } from '@temporalio/workflow';
@@ -89,8 +88,8 @@ export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activitie
  * compensators can only undo what the workflow knows was done. Histories from before the patch
  * stopped waiting at once (TRY_CANCEL).
  */
-export function waitForCancelledActivities(): ActivityCancellationType {
-  return patched(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)
+export function waitForCancelledActivities(state: TrajectoryState): ActivityCancellationType {
+  return state.patches.has(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)
     ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
     : ActivityCancellationType.TRY_CANCEL;
 }
@@ -165,7 +164,7 @@ export class SettledCall {
         // error, soon enough to notice the database's return within seconds.
         retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
         summary: this.attemptSummary(),
-        cancellationType: waitForCancelledActivities(),
+        cancellationType: waitForCancelledActivities(this.state),
       },
       [
         {
@@ -249,7 +248,7 @@ export class SettledCall {
     const key = this.key;
     // Decided once per wait: histories from before the patch re-probed every tool and counted
     // probes as attempts.
-    const current = patched(PATCH_OPERATOR_WAIT);
+    const current = state.patches.has(PATCH_OPERATOR_WAIT);
     if (current && !declaresProbe(this.report.tool, this.args)) {
       // Nothing could ever settle it but a person: wait for one, without timers or re-probing.
       return this.awaitOperator(generation, null, 'this tool declares no probe: its effect cannot be observed by settle');
@@ -262,7 +261,7 @@ export class SettledCall {
       const probe = await probeToolCall.executeWithOptions(
         {
           ...PROBE_OPTIONS,
-          cancellationType: waitForCancelledActivities(),
+          cancellationType: waitForCancelledActivities(this.state),
           ...(current ? { summary: `probe ${this.summary} · after IN_DOUBT (gen ${generation}, round ${round + 1})` } : {}),
         },
         [{ key, workspace: input.workspace }],
@@ -299,7 +298,9 @@ export class SettledCall {
     state.publish('waiting_operator', this.operatorDetails(why, generation));
     const verdict = () => state.operatorVerdictFor(key, generation) !== undefined;
     if (timeoutMs === null) {
-      const watched = patched(PATCH_WATCH_RECORD) ? await this.verdictOrSettledRecord(generation, verdict) : await condition(verdict);
+      const watched = state.patches.has(PATCH_WATCH_RECORD)
+        ? await this.verdictOrSettledRecord(generation, verdict)
+        : await condition(verdict);
       if (watched) {
         // Settled on the record, not through the update: any verdict that arrived meanwhile is moot.
         state.awaitingOperator.delete(key);

@@ -12,6 +12,7 @@ import { childId as childIdFor } from '../core/trajectory-ids';
 import type { SpawnSubagentArgs } from '../core/capability/subagent';
 import type { SettleActivities } from '../activities/index';
 import type { CallReport, TrajectoryInput, TrajectoryResult } from './definitions';
+import { initialSearchAttributes } from './search-attributes';
 import type { CallContext } from './call-pipeline';
 import type { trajectoryWorkflow } from './trajectory';
 
@@ -68,6 +69,8 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
     const result: TrajectoryResult = await executeChild<typeof trajectoryWorkflow>('trajectoryWorkflow', {
       workflowId: childId,
       args: [childInput],
+      // Visible as running, under its parent, from its start (patches.ts PATCH_SETTLE_2026_12).
+      ...(state.patches.current ? { typedSearchAttributes: initialSearchAttributes(trajectoryId) } : {}),
     });
     report.resolution = 'executed';
     report.observation = ok(

@@ -5,13 +5,14 @@
  * Handlers are methods here, as in Temporal's safe-message-handlers sample; trajectory.ts
  * registers them. Handlers that need activities (runTurn, settleCall) are passed in there.
  */
-import { condition, patched, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { condition, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { InputError } from '../core/errors';
 import { fitObservation, REPORT_OBSERVATION_CHARS } from '../core/history-budget';
 import type { RecordStateOrUnseen } from '../core/records';
 import { RunTurnInputSchema } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 import type { ApproveCallInput, CallReport, CarriedState, FinishInput, RunTurnInput, SettleCallInput } from './definitions';
+import { Patches } from './patches';
 import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS, type TrajectoryStatus } from './search-attributes';
 
 /** Patch id: search attributes are upserted only when their values change. */
@@ -49,9 +50,16 @@ export class TrajectoryState {
   /** Whether this run counts valid proposals in their activities (PATCH_COUNT_IN_ACTIVITIES). */
   readonly countsInActivities: boolean;
 
-  constructor(carried?: CarriedState) {
+  constructor(
+    carried?: CarriedState,
+    /** Which patches hold for this run (patches.ts), decided when it starts. */
+    readonly patches = new Patches(),
+  ) {
     // Decided once, first thing: every later step of this run follows the same branch.
-    this.countsInActivities = patched(PATCH_COUNT_IN_ACTIVITIES);
+    this.countsInActivities = patches.has(PATCH_COUNT_IN_ACTIVITIES);
+    // The start request may already carry the values (settle's client, a parent, continue-as-new):
+    // the first publish then upserts nothing that would only repeat them.
+    if (patches.current) this.lastPublished = startFingerprint();
     this.reports = carried?.reports ?? [];
     this.turnsDone = new Set(carried?.turnsDone ?? []);
   }
@@ -157,10 +165,10 @@ export class TrajectoryState {
     this.waitingFor = details;
     setCurrentDetails(details); // metadata, not a history event: free to update often
     const values = { status, inDoubt: this.reports.filter((r) => r.state === 'IN_DOUBT').length, approvals: this.awaitingApproval.size };
-    const fingerprint = `${values.status}|${values.inDoubt}|${values.approvals}`;
+    const fingerprint = fingerprintOf(values.status, values.inDoubt, values.approvals);
     // Every upsert is a history event: skip unchanged values (patched, so histories recorded
     // before this change, which upserted on every step, still replay).
-    if (fingerprint === this.lastPublished && (this.countsInActivities || patched(PATCH_UPSERT_ON_CHANGE))) return;
+    if (fingerprint === this.lastPublished && (this.countsInActivities || this.patches.has(PATCH_UPSERT_ON_CHANGE))) return;
     this.lastPublished = fingerprint;
     upsertSearchAttributes([
       { key: SA_TRAJECTORY_STATUS, value: values.status },
@@ -173,6 +181,23 @@ export class TrajectoryState {
   refresh(details = this.waitingFor): void {
     this.publish(this.status, details);
   }
+}
+
+function fingerprintOf(status: string, inDoubt: number, approvals: number): string {
+  return `${status}|${inDoubt}|${approvals}`;
+}
+
+/**
+ * The published values this run started with (its start event: deterministic), or null unless
+ * it started with all three.
+ */
+function startFingerprint(): string | null {
+  const sa = workflowInfo().typedSearchAttributes;
+  const status = sa.get(SA_TRAJECTORY_STATUS);
+  const inDoubt = sa.get(SA_IN_DOUBT_COUNT);
+  const approvals = sa.get(SA_PENDING_APPROVALS);
+  if (status === undefined || inDoubt === undefined || approvals === undefined) return null;
+  return fingerprintOf(status, inDoubt, approvals);
 }
 
 function requireKey(key: unknown, waiting: Set<string>, what: string): void {

@@ -16,7 +16,6 @@ import {
   condition,
   continueAsNew,
   isCancellation,
-  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -55,6 +54,7 @@ import {
   type TrajectoryInput,
   type TrajectoryResult,
 } from './definitions';
+import { Patches } from './patches';
 import { SA_PARENT_TRAJECTORY } from './search-attributes';
 import { TrajectoryState } from './trajectory-state';
 
@@ -79,12 +79,16 @@ const { callModel } = proxyActivities<SettleActivities>({
 export async function trajectoryWorkflow(input: TrajectoryInput): Promise<TrajectoryResult> {
   const trajectoryId = workflowInfo().workflowId;
   assertValidInput(input);
-  assertOwnId(trajectoryId);
-  const state = new TrajectoryState(input.carried);
+  // The combined patch, first thing (after the input check, which records nothing).
+  const patches = new Patches();
+  assertOwnId(trajectoryId, patches);
+  const state = new TrajectoryState(input.carried, patches);
   const ctx: CallContext = { trajectoryId, input, state };
   installHandlers(ctx);
 
-  if (input.parentTrajectoryId) upsertSearchAttributes([{ key: SA_PARENT_TRAJECTORY, value: input.parentTrajectoryId }]);
+  if (input.parentTrajectoryId && !(patches.current && startedWith(SA_PARENT_TRAJECTORY, input.parentTrajectoryId))) {
+    upsertSearchAttributes([{ key: SA_PARENT_TRAJECTORY, value: input.parentTrajectoryId }]);
+  }
   state.publish('running', 'starting');
 
   let finalAnswer: string | null = null;
@@ -106,7 +110,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
     throw err;
   }
   // Cancelled while the last settled call ran to its end: nothing threw, but the trajectory ends cancelled.
-  if (CancellationScope.current().consideredCancelled && patched(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)) {
+  if (CancellationScope.current().consideredCancelled && patches.has(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)) {
     return await endCancelled(ctx, new CancelledFailure('trajectory cancelled'));
   }
 
@@ -130,7 +134,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
 async function endCancelled(ctx: CallContext, cancellation: unknown): Promise<never> {
   const { state } = ctx;
   await CancellationScope.nonCancellable(async () => {
-    const waits = patched(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES);
+    const waits = state.patches.has(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES);
     // Turns still running wait for their settled activities (WAIT_CANCELLATION_COMPLETED):
     // compensation starts once every effect that may have happened is in the reports.
     if (waits) await condition(() => state.turnsRunning === 0);
@@ -250,7 +254,7 @@ async function runModelCall(ctx: CallContext, turn: number, c: ChatToolCall, ref
     problem = { field: 'args', rule: refusal.replace(/^args must /, ''), message: refusal };
   } else {
     try {
-      args = parseToolArguments(c.function.arguments, () => patched(PATCH_STRICT_TOOL_ARGUMENTS));
+      args = parseToolArguments(c.function.arguments, () => ctx.state.patches.has(PATCH_STRICT_TOOL_ARGUMENTS));
     } catch (err) {
       const refused = err as InputError;
       problem = { field: refused.field, rule: refused.rule, message: refused.message };
@@ -289,7 +293,7 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
       !r.compensatedBy,
   );
   for (const original of candidates.reverse()) {
-    const args = ctx.state.argsByKey.get(original.key!) ?? (await argsFromRecord(original.key!));
+    const args = ctx.state.argsByKey.get(original.key!) ?? (await argsFromRecord(ctx, original.key!));
     const plan = args ? compensationFor(original.tool, args) : { kind: 'none' as const, reason: 'arguments unavailable' };
     if (plan.kind === 'none') {
       done.push({ forKey: original.key!, tool: original.tool, key: null, resolution: 'not_compensable', observation: failed(plan.reason) });
@@ -312,8 +316,8 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
  * Arguments of a call from an earlier run (continue-as-new does not carry them): the endpoint
  * record holds them as they executed. Patched: histories from before read nothing.
  */
-async function argsFromRecord(key: string): Promise<Record<string, unknown> | undefined> {
-  if (!patched(PATCH_COMPENSATE_ARGS_FROM_RECORD)) return undefined;
+async function argsFromRecord(ctx: CallContext, key: string): Promise<Record<string, unknown> | undefined> {
+  if (!ctx.state.patches.has(PATCH_COMPENSATE_ARGS_FROM_RECORD)) return undefined;
   return (await recordArgs({ key })) ?? undefined;
 }
 
@@ -322,6 +326,11 @@ export const PATCH_COMPENSATE_ARGS_FROM_RECORD = 'compensate-args-from-record-v1
 function shouldContinueAsNew(input: TrajectoryInput): boolean {
   const info = workflowInfo();
   return info.continueAsNewSuggested || (input.maxHistoryEvents !== undefined && info.historyLength > input.maxHistoryEvents);
+}
+
+/** Whether this run's start event carried `key` = `value` (deterministic: it is in the history). */
+function startedWith(key: typeof SA_PARENT_TRAJECTORY, value: string): boolean {
+  return workflowInfo().typedSearchAttributes.get(key) === value;
 }
 
 /** Hands the trajectory to a fresh run with its state: turns, reports (keys, states), conversation. */
@@ -346,11 +355,11 @@ async function continueWithState(input: TrajectoryInput, state: TrajectoryState,
  * child is refused at once (core/trajectory-ids.ts), so it closes and cannot block x's spawn.
  * Behind a patch: a history recorded before would have run on.
  */
-function assertOwnId(trajectoryId: string): void {
+function assertOwnId(trajectoryId: string, patches: Patches): void {
   if (!isReservedChildId(trajectoryId)) return;
   const parent = parentOfChildId(trajectoryId);
   if (parent !== null && workflowInfo().parent?.workflowId === parent) return;
-  if (!patched(PATCH_RESERVE_CHILD_IDS)) return;
+  if (!patches.has(PATCH_RESERVE_CHILD_IDS)) return;
   throw ApplicationFailure.nonRetryable(
     `trajectory id ${trajectoryId} is reserved for a sub-agent${parent === null ? '' : ` of ${parent}`}: a trajectory id must ${RESERVED_CHILD_ID_RULE}`,
     FAILURE.InvalidInput,

@@ -10,8 +10,11 @@ import { deriveKey } from '../../core/key';
 import { demoProblems, demoTurns, prepareWorkspace } from '../../cli/demo';
 import { fileEditHooks } from '../../activities/tools/file-edit';
 import type { ScriptedTurn, TrajectoryResult } from '../../workflows/trajectory';
+import proto from '@temporalio/proto';
+import { SettleClient } from '../../client/index';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 
+const { temporal } = proto;
 let worker: RunningWorker;
 const db = openTestDb();
 const store = testStore(db);
@@ -224,22 +227,81 @@ describe('demo trajectory end to end', () => {
       { turn: 1, call_id: 'v', valid: true, field: null },
       { turn: 2, call_id: 'm', valid: false, field: 'args.limit' },
     ]);
-    // History: one marker per patch the run passes (counting in activities; waiting for cancelled
-    // activities), none per call; a local activity only for the malformed call (it runs no
-    // activity that could count it); search attributes upserted only when they change.
-    const events = (await worker.client.workflow.getHandle(id).fetchHistory()).events ?? [];
-    const markers = events.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes.markerName] : []));
-    expect(markers.filter((m) => m !== 'core_patch')).toEqual(['core_local_activity']);
-    expect(markers.filter((m) => m === 'core_patch')).toHaveLength(2);
-    const upserts = events.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
-    const fields = upserts.map((e) =>
-      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort(),
-    );
-    expect(fields).toEqual([
-      ['TemporalChangeVersion'], // the first patch (at start)
+    // History: one patch marker (the combined patch, at start), none per call; a local activity
+    // only for the malformed call (it runs no activity that could count it); search attributes
+    // upserted only when they change. Started without search attributes (not by settle's
+    // client), so the run publishes `running` itself.
+    const history = await historyOf(id);
+    expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(['core_local_activity']);
+    expect(history.patches).toEqual(['settle-2026-12']);
+    expect(history.upserts).toEqual([
+      ['TemporalChangeVersion'], // the combined patch (at start)
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // running
-      ['TemporalChangeVersion'], // the second (at the first settled call)
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
     ]);
   });
+
+  it("started by settle's client: searchable as running from its start, one patch marker, no upsert that repeats the start", async () => {
+    // The benchmark's trajectory (bench/e2e.ts): 10 settled file edits, started as settle's client starts one.
+    const workspace = tempWorkspace();
+    const file = path.join(workspace, 'notes.txt');
+    fs.writeFileSync(file, Array.from({ length: 10 }, (_, i) => `line ${i}: todo`).join('\n') + '\n');
+    const turns = Array.from({ length: 10 }, (_, i) => ({
+      turn: i,
+      calls: [{ call_id: `c${i}`, tool: 'file_edit', args: { path: file, old_str: `line ${i}: todo`, new_str: `line ${i}: done` } }],
+    }));
+    const settle = new SettleClient(worker.client, worker.taskQueue);
+    const id = uniqueId('traj');
+    await settle.start(id, { workspace, turns });
+    const result = await settle.result(id);
+    expect(result.calls.map((c) => c.resolution)).toEqual(Array(10).fill('executed'));
+    const history = await historyOf(id);
+    expect(history.patches).toEqual(['settle-2026-12']);
+    expect(history.byType.MARKER_RECORDED).toBe(1);
+    expect(history.upserts).toEqual([
+      ['TemporalChangeVersion'], // the combined patch
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
+    ]);
+    expect(history.byType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES).toBe(2);
+    expect((await settle.status(id)).status).toBe('completed');
+
+    // An orchestrator-driven one waits: SREs find it as running with nothing upserted to say so.
+    const waiting = uniqueId('traj');
+    await settle.start(waiting, { workspace });
+    let found: string[] = [];
+    for (let i = 0; i < 100 && found.length === 0; i++) {
+      found = [];
+      for await (const w of worker.client.workflow.list({
+        query: `WorkflowId = "${waiting}" AND SettleTrajectoryStatus = "running" AND SettleInDoubtCount = 0 AND SettlePendingApprovals = 0`,
+      })) {
+        found.push(w.workflowId);
+      }
+      if (found.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(found).toEqual([waiting]);
+    await expect.poll(async () => (await settle.status(waiting)).waitingFor, { timeout: 10_000 }).toMatch(/waiting for the orchestrator/);
+    expect((await settle.status(waiting)).status).toBe('running');
+    expect((await historyOf(waiting)).upserts).toEqual([['TemporalChangeVersion']]);
+    await settle.finish(waiting, 'completed', 'nothing to do');
+    await settle.result(waiting);
+    expect((await settle.status(waiting)).status).toBe('completed');
+  });
 });
+
+/** A trajectory's history: events by type, patch ids recorded, marker names, and the fields of each search-attribute upsert. */
+async function historyOf(id: string) {
+  const events = (await worker.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+  const byType: Record<string, number> = {};
+  for (const e of events) {
+    const type = (temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? String(e.eventType)).replace(/^EVENT_TYPE_/, '');
+    byType[type] = (byType[type] ?? 0) + 1;
+  }
+  const markers = events.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes] : []));
+  const patches = markers
+    .filter((m) => m.markerName === 'core_patch')
+    .map((m) => (JSON.parse(Buffer.from(m.details!['patch-data']!.payloads![0]!.data!).toString('utf8')) as { id: string }).id);
+  const upserts = events
+    .filter((e) => e.upsertWorkflowSearchAttributesEventAttributes)
+    .map((e) => Object.keys(e.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort());
+  return { events: events.length, byType, markers: markers.map((m) => m.markerName), patches, upserts };
+}

@@ -1,0 +1,50 @@
+/**
+ * The combined patch. DETERMINISTIC CODE ONLY (workflow sandbox).
+ *
+ * Every `patched(id)` a new execution passes records a marker and makes Temporal upsert the
+ * `TemporalChangeVersion` search attribute: two history events, and a visibility write, per
+ * patch. A trajectory started since settle-2026-12 records that one patch, first thing, and it
+ * implies every patch below: their ids are never evaluated in such a run (evaluating one would
+ * record its marker). A history without it (recorded before) evaluates each patch as it did.
+ *
+ * A patch added after settle-2026-12 is NOT implied by it (a history recorded with settle-2026-12
+ * but before that patch must replay without it): call `patched()` for it directly.
+ */
+import { patched } from '@temporalio/workflow';
+
+/**
+ * Patch id: implies every ImpliedPatch, and that settle's client put the initial search attributes
+ * into the start request (search-attributes.ts, initialSearchAttributes): the run skips the
+ * upserts that would only repeat them, and starts sub-agents with theirs.
+ */
+export const PATCH_SETTLE_2026_12 = 'settle-2026-12';
+
+/** The patches a trajectory before settle-2026-12 evaluated one by one (each constant's comment says what it changed). */
+export const IMPLIED_PATCHES = [
+  'count-proposals-in-activities-v3', // trajectory-state.ts PATCH_COUNT_IN_ACTIVITIES (implies the next two)
+  'upsert-search-attributes-on-change-v1', // trajectory-state.ts PATCH_UPSERT_ON_CHANGE
+  'record-proposed-calls-v2', // call-pipeline.ts PATCH_RECORD_PROPOSED_CALLS
+  'wait-for-cancelled-activities-v1', // settled-call.ts PATCH_WAIT_FOR_CANCELLED_ACTIVITIES
+  'operator-wait-v1', // settled-call.ts PATCH_OPERATOR_WAIT
+  'operator-watch-record-v1', // settled-call.ts PATCH_WATCH_RECORD
+  'strict-tool-arguments-v1', // trajectory.ts PATCH_STRICT_TOOL_ARGUMENTS
+  'compensate-args-from-record-v1', // trajectory.ts PATCH_COMPENSATE_ARGS_FROM_RECORD
+  'reserve-child-ids-v1', // trajectory.ts PATCH_RESERVE_CHILD_IDS
+] as const;
+
+export type ImpliedPatch = (typeof IMPLIED_PATCHES)[number];
+
+/** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
+export class Patches {
+  /** This run recorded (or replays) settle-2026-12. */
+  readonly current: boolean;
+
+  constructor() {
+    this.current = patched(PATCH_SETTLE_2026_12);
+  }
+
+  /** Whether `id` holds: always under settle-2026-12 (no marker), else `patched(id)` as before. */
+  has(id: ImpliedPatch): boolean {
+    return this.current || patched(id);
+  }
+}
