@@ -12,6 +12,7 @@ import { SettleClient } from '../../client/index';
 import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import { WorkerProcess } from '../../chaos/infra/worker-process';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { historyOf } from '../support/history';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -70,6 +71,8 @@ describe('cancellation while a settled call runs', { timeout: 120_000 }, () => {
       ]);
       expect(description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS)).toBe('cancelled');
       expect(description.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(0);
+      // Waiting for the cancelled activity came with the combined patch: no marker of its own.
+      expect((await historyOf(client, trajectoryId)).patches).toEqual(['settle-2026-12']);
     } finally {
       await connection.close();
     }

@@ -14,6 +14,7 @@ import type { TrajectoryResult } from '../../workflows/trajectory';
 import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import { WorkerProcess } from '../../chaos/infra/worker-process';
 import { runSettle } from '../support/cli';
+import { historyOf } from '../support/history';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
 
 const db = openTestDb(2);
@@ -140,6 +141,8 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'settled_by_operator' });
       expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 2, settledBy: 'operator:dave' });
       expect(fs.readFileSync(log, 'utf8')).toBe('run\nrun\n'); // one run per generation, nothing more
+      // The operator wait and the record watch came with the combined patch: no marker of their own.
+      expect((await historyOf(client, trajectoryId)).patches).toEqual(['settle-2026-12']);
     } finally {
       await connection.close();
     }

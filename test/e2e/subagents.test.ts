@@ -12,6 +12,7 @@ import type { KeyRing } from '../../activities/capability/keyring';
 import { tokenDigest, type CapabilityToken } from '../../core/capability/token';
 import { openTestDb, startTestWorker, tempWorkspace, testKeyRing, uniqueId, type RunningWorker } from '../support/env';
 import { SA_PARENT_TRAJECTORY } from '../../workflows/search-attributes';
+import { historyOf } from '../support/history';
 
 let worker: RunningWorker;
 let keyless: RunningWorker;
@@ -118,6 +119,19 @@ describe('capabilities in trajectories', () => {
     // The child is linked to its parent for SREs, and its unspent budget came back.
     const child = await settle.client.workflow.getHandle(childId).describe();
     expect(child.typedSearchAttributes.get(SA_PARENT_TRAJECTORY)).toBe(id);
+    // From its start: the parent passed the child's search attributes, which upserts neither.
+    const childHistory = await historyOf(settle.client, childId);
+    expect(childHistory.startAttributes).toEqual([
+      'SettleInDoubtCount',
+      'SettleParentTrajectory',
+      'SettlePendingApprovals',
+      'SettleTrajectoryStatus',
+    ]);
+    expect(childHistory.patches).toEqual(['settle-2026-12']);
+    expect(childHistory.upserts).toEqual([
+      ['TemporalChangeVersion'],
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
+    ]);
     const parentBudget = await budgets.get(tokenDigest(capability));
     expect(parentBudget).toMatchObject({ reserved: 0, spent: 2 }); // the child's one edit + the parent's own read
   });

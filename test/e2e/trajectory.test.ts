@@ -10,12 +10,12 @@ import { deriveKey } from '../../core/key';
 import { demoProblems, demoTurns, prepareWorkspace } from '../../cli/demo';
 import { fileEditHooks } from '../../activities/tools/file-edit';
 import type { ScriptedTurn, TrajectoryResult } from '../../workflows/trajectory';
-import proto from '@temporalio/proto';
 import { SettleClient } from '../../client/index';
+import { historyOf as historyIn } from '../support/history';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 
-const { temporal } = proto;
 let worker: RunningWorker;
+const historyOf = (id: string) => historyIn(worker.client, id);
 const db = openTestDb();
 const store = testStore(db);
 
@@ -256,6 +256,7 @@ describe('demo trajectory end to end', () => {
     const result = await settle.result(id);
     expect(result.calls.map((c) => c.resolution)).toEqual(Array(10).fill('executed'));
     const history = await historyOf(id);
+    expect(history.startAttributes).toEqual(['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus']);
     expect(history.patches).toEqual(['settle-2026-12']);
     expect(history.byType.MARKER_RECORDED).toBe(1);
     expect(history.upserts).toEqual([
@@ -287,21 +288,3 @@ describe('demo trajectory end to end', () => {
     expect((await settle.status(waiting)).status).toBe('completed');
   });
 });
-
-/** A trajectory's history: events by type, patch ids recorded, marker names, and the fields of each search-attribute upsert. */
-async function historyOf(id: string) {
-  const events = (await worker.client.workflow.getHandle(id).fetchHistory()).events ?? [];
-  const byType: Record<string, number> = {};
-  for (const e of events) {
-    const type = (temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? String(e.eventType)).replace(/^EVENT_TYPE_/, '');
-    byType[type] = (byType[type] ?? 0) + 1;
-  }
-  const markers = events.flatMap((e) => (e.markerRecordedEventAttributes ? [e.markerRecordedEventAttributes] : []));
-  const patches = markers
-    .filter((m) => m.markerName === 'core_patch')
-    .map((m) => (JSON.parse(Buffer.from(m.details!['patch-data']!.payloads![0]!.data!).toString('utf8')) as { id: string }).id);
-  const upserts = events
-    .filter((e) => e.upsertWorkflowSearchAttributesEventAttributes)
-    .map((e) => Object.keys(e.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!).sort());
-  return { events: events.length, byType, markers: markers.map((m) => m.markerName), patches, upserts };
-}
