@@ -104,7 +104,7 @@ export class SettleClient {
     options: StartOptions = {},
   ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
     if (isReservedChildId(trajectoryId)) throw new InputError('trajectoryId', RESERVED_CHILD_ID_RULE);
-    parseArgs(TrajectoryRequestSchema, input, 'input');
+    parseArgs(TrajectoryRequestSchema(), input, 'input');
     return this.client.workflow.start<typeof trajectoryWorkflow>('trajectoryWorkflow', {
       taskQueue: this.taskQueue,
       workflowId: trajectoryId,
@@ -121,7 +121,7 @@ export class SettleClient {
   async runTurn(trajectoryId: string, turn: number, calls: ProposedCall[]): Promise<RunTurnResult> {
     // The workflow's validator applies the same contract; checking here first gives a clear
     // error even for input too deep to serialise.
-    parseArgs(RunTurnInputSchema, { turn, calls }, '');
+    parseArgs(RunTurnInputSchema(), { turn, calls }, '');
     return this.handle(trajectoryId).executeUpdate(runTurnUpdate, {
       args: [{ turn, calls }],
       updateId: runTurnUpdateId(trajectoryId, turn),

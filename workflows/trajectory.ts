@@ -359,7 +359,7 @@ function assertOwnId(trajectoryId: string): void {
 
 function assertValidInput(input: TrajectoryInput): void {
   try {
-    parseArgs(TrajectoryInputSchema, input, 'input');
+    parseArgs(TrajectoryInputSchema(), input, 'input');
   } catch (err) {
     if (err instanceof InputError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.InvalidInput);
     throw err;
