@@ -16,12 +16,12 @@
  * key), and the same without the preload (every module fresh per trajectory: what the worker did
  * before), for comparison. The once-per-thread preload is reported too.
  */
-import vm from 'node:vm';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { settleBundleOptions } from '../workers/workflow-bundle';
 import { PLAIN_WORKFLOWS_PATH } from './plain/worker';
 import type { Figure } from './support/figures';
+import { reusableSandbox, type Module } from './support/reusable-vm';
 
 const TRAJECTORIES = 80;
 const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
@@ -31,10 +31,7 @@ const cpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
-type Module = { exports: Record<string, unknown> };
-
 interface Sandbox {
-  /** A module's exports by webpack id: the trajectory's own copy, else the shared one. */
   module(id: string): Module | undefined;
   run(code: string): unknown;
   /** Own top-level time per module id, of the last trajectory. */
@@ -42,26 +39,6 @@ interface Sandbox {
   /** CPU of the once-per-thread part: the bundle's script, the preload and the freeze. */
   startMs: number;
   nextTrajectory(): void;
-}
-
-/** As reusable-vm.js's deepFreeze: own properties (getters read), then the object itself; functions are frozen but not walked. */
-function deepFreeze(object: unknown, visited = new WeakSet<object>()): unknown {
-  if (object == null || (typeof object !== 'object' && typeof object !== 'function') || visited.has(object)) return object;
-  visited.add(object);
-  if (Object.isFrozen(object)) return object;
-  if (typeof object === 'object') {
-    for (const name of [...Object.getOwnPropertyNames(object), ...Object.getOwnPropertySymbols(object)]) {
-      const value = (object as Record<PropertyKey, unknown>)[name];
-      if (value && (typeof value === 'object' || typeof value === 'function')) {
-        try {
-          deepFreeze(value, visited);
-        } catch {
-          // as the SDK: some objects cannot be frozen (typed arrays with elements)
-        }
-      }
-    }
-  }
-  return Object.freeze(object);
 }
 
 function sandbox(bundle: string, preload: boolean): Sandbox {
@@ -75,42 +52,17 @@ function sandbox(bundle: string, preload: boolean): Sandbox {
        if (s.stack.length) s.stack[s.stack.length - 1] += dt;
        s.self.set(moduleId, (s.self.get(moduleId) ?? 0) + dt - children); }`,
   );
-  // As reusable-vm.js: modules evaluated before the first workflow land in the shared cache, later
-  // ones in the running workflow's; a lookup tries the shared cache first.
-  const shared = new Map<string, Module>();
-  let trajectory: Map<string, Module> | null = null;
   const bench = { stack: [] as number[], self: new Map<string, number>() };
-  const host = { TextEncoder, TextDecoder, URL, URLSearchParams, AbortController, performance, console, __bench: bench };
-  const context = vm.createContext({
-    ...host,
-    __webpack_module_cache__: new Proxy(
-      {},
-      {
-        get: (_, id) => shared.get(id as string) ?? trajectory?.get(id as string),
-        set: (_, id, value: Module) => ((trajectory ?? shared).set(id as string, value), true),
-        deleteProperty: (_, id) => trajectory?.delete(id as string) ?? false,
-        has: (_, id) => shared.has(id as string) || !!trajectory?.has(id as string),
-      },
-    ),
-  });
   const t0 = cpuMs();
-  vm.runInContext(timed, context, { filename: 'workflow-bundle.js' });
-  if (preload) {
-    vm.runInContext('__TEMPORAL__.preloadModules?.()', context);
-    // The context's own globals (not the host objects handed in here, which the SDK does not share with the host).
-    const globals = vm.runInContext('Object.getOwnPropertyDescriptors(globalThis)', context) as Record<string, PropertyDescriptor>;
-    for (const [k, d] of Object.entries(globals))
-      if (k !== 'globalThis' && !(k in host) && k !== '__webpack_module_cache__') deepFreeze(d.value);
-    for (const m of shared.values()) deepFreeze(m);
-  }
+  const s = reusableSandbox(timed, { preload, globals: { __bench: bench } });
   const startMs = cpuMs() - t0;
   return {
-    module: (id) => trajectory?.get(id) ?? shared.get(id),
-    run: (code) => vm.runInContext(code, context),
+    module: (id) => s.module(id),
+    run: (code) => s.run(code),
     selfMs: bench.self,
     startMs,
     nextTrajectory() {
-      trajectory = new Map();
+      s.nextWorkflow();
       bench.self.clear();
     },
   };
