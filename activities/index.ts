@@ -367,7 +367,7 @@ function checkedCall<K extends 'read-only' | 'settled'>(
   }
   let args: Record<string, unknown>;
   try {
-    args = parseArgs(CATALOG[toolName].args, rawArgs) as Record<string, unknown>;
+    args = parseArgs(CATALOG[toolName].args(), rawArgs) as Record<string, unknown>;
   } catch (err) {
     throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, FAILURE.InvalidArgs);
   }

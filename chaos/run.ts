@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { build } from 'esbuild';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { WORKFLOWS_PATH } from '../workers/create-worker';
+import { settleBundleOptions } from '../workers/workflow-bundle';
 import { installRuntime } from '../workers/runtime';
 import { FULL, QUICK } from './scenarios';
 import { runScenario, type ScenarioResult } from './harness/scenario';
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   fs.chmodSync(dir, 0o755); // the postgres user must reach its data directory
   const log = (line: string) => console.error(`[chaos] ${line}`);
   log(`bundling the workflow code; working in ${dir}`);
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet });
+  const bundle = await bundleWorkflowCode(settleBundleOptions(quiet));
   const workflowBundlePath = path.join(dir, 'workflow-bundle.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
   // Workers restart after every kill: a plain-JavaScript entry starts them in a fraction of tsx's time.

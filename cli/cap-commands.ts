@@ -159,7 +159,7 @@ function requestFrom(opts: Widths) {
     exp: Date.now() + expiresInMs,
   };
   // Validate objects and the whole body shape before signing anything.
-  const probe = CapabilityToken.shape.body.safeParse({
+  const probe = CapabilityToken().shape.body.safeParse({
     v: 1,
     kid: 'x',
     aud: request.aud,
@@ -201,7 +201,7 @@ function readToken(file: string): CapabilityToken {
   } catch (err) {
     throw new UsageError(`${file}: must be a readable JSON capability token (${(err as Error).message})`);
   }
-  const parsed = CapabilityToken.safeParse(json);
+  const parsed = CapabilityToken().safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new UsageError(`${file}: ${['token', ...issue.path].join('.')}: ${issue.message}`);

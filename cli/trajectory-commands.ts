@@ -135,9 +135,9 @@ function readSpec(specPath: string, capPath?: string): TrajectorySpec {
       throw new UsageError('--cap: must not be given when the spec has a "capability" already');
     json = { ...(json as object), capability: strictJson(readBytes(capPath, '--cap'), '--cap') };
   }
-  const issues = allIssues(TrajectorySpecSchema, json, 'spec');
+  const issues = allIssues(TrajectorySpecSchema(), json, 'spec');
   if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
-  return TrajectorySpecSchema.parse(json);
+  return TrajectorySpecSchema().parse(json);
 }
 
 function readBytes(file: string | 0, flag: string): Uint8Array {

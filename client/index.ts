@@ -138,7 +138,7 @@ export class SettleClient {
     options: StartOptions = {},
   ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof trajectoryWorkflow>> {
     if (isReservedChildId(trajectoryId)) throw new InputError('trajectoryId', RESERVED_CHILD_ID_RULE);
-    parseArgs(TrajectoryRequestSchema, input, 'input');
+    parseArgs(TrajectoryRequestSchema(), input, 'input');
     return this.client.workflow.start<typeof trajectoryWorkflow>(
       'trajectoryWorkflow',
       trajectoryStartOptions(this.taskQueue, trajectoryId, input, options),
@@ -153,7 +153,7 @@ export class SettleClient {
   async runTurn(trajectoryId: string, turn: number, calls: ProposedCall[]): Promise<RunTurnResult> {
     // The workflow's validator applies the same contract; checking here first gives a clear
     // error even for input too deep to serialise.
-    parseArgs(RunTurnInputSchema, { turn, calls }, '');
+    parseArgs(RunTurnInputSchema(), { turn, calls }, '');
     return this.handle(trajectoryId).executeUpdate(runTurnUpdate, {
       args: [{ turn, calls }],
       updateId: runTurnUpdateId(trajectoryId, turn),

@@ -1,8 +1,10 @@
 /**
- * A value built on first use, then kept. For zod schemas that workflow code imports: the workflow
- * sandbox evaluates every module of the bundle once per trajectory, so a schema built at module
- * load costs every trajectory, used or not; built lazily, a trajectory pays only for the tools it
- * calls (and each cached workflow holds only those).
+ * A value built on first use, then kept in this closure. Every zod schema that workflow code can
+ * reach is made this way, for two reasons. The modules that define them are preloaded into the
+ * workflow sandbox's shared module cache (workers/workflow-bundle.ts), which the SDK deep-freezes:
+ * a schema reachable from an export would be frozen and could not parse, while one held in a
+ * closure is out of the freeze's reach. And built lazily, a schema costs only the trajectories
+ * that use it — once per worker thread, since the preloaded modules are shared.
  */
 export function lazy<T>(build: () => T): () => T {
   let value: T | undefined;

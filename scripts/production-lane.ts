@@ -24,7 +24,7 @@ import { startPostgres } from '../stack/postgres';
 import { SETTLE_DIR } from '../stack/paths';
 import { freePorts, isListening } from '../stack/ports';
 import { findTemporalCli } from '../stack/temporal';
-import { WORKFLOWS_PATH } from '../workers/create-worker';
+import { settleBundleOptions } from '../workers/workflow-bundle';
 
 const BIN = path.join(SETTLE_DIR, 'bin');
 const LANE_DIR = path.join(SETTLE_DIR, 'production');
@@ -141,7 +141,7 @@ async function main(): Promise<number> {
 
     // 3. Two settle workers (separate processes, one bundle), each with its /metrics.
     const bundlePath = path.join(LANE_DIR, 'workflow-bundle.js');
-    fs.writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
+    fs.writeFileSync(bundlePath, (await bundleWorkflowCode(settleBundleOptions(quiet))).code);
     const metricsPorts = await freePorts(2);
     const workers = metricsPorts.map((port) =>
       WorkerProcess.start({

@@ -9,7 +9,7 @@ import type { TestProject } from 'vitest/node';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { startStack } from '../stack/index';
 import { SETTLE_DIR } from '../stack/paths';
-import { WORKFLOWS_PATH } from '../workers/create-worker';
+import { settleBundleOptions } from '../workers/workflow-bundle';
 import './support/provided-context';
 
 export default async function setup(project: TestProject) {
@@ -30,7 +30,7 @@ export default async function setup(project: TestProject) {
         postgres: { dataDir: path.join(SETTLE_DIR, 'pg', `test-${process.pid}`), ephemeral: true },
       });
   if (external && !stack.databaseUrl) throw new Error('SETTLE_EXTERNAL_DATABASE_URL: must be set with SETTLE_EXTERNAL_TEMPORAL_ADDRESS');
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const bundle = await bundleWorkflowCode(settleBundleOptions(quietLogger));
   const workflowBundlePath = path.join(runDir, 'workflow-bundle.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
 

@@ -5,7 +5,6 @@
 import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 import { cgroupSupport } from '../activities/tools/sandbox-cgroup';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
 import { createActivities } from '../activities/index';
@@ -14,9 +13,10 @@ import { openDatabase } from '../activities/store/database';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
 import { tracingFromEnv, type Tracing } from './tracing';
+import { PRELOAD_MODULES, WORKFLOWS_PATH } from './workflow-bundle';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export { WORKFLOWS_PATH } from './workflow-bundle';
 
 export interface SettleWorkerOptions {
   /**
@@ -25,7 +25,10 @@ export interface SettleWorkerOptions {
    */
   temporal?: TargetOverrides;
   databaseUrl: string;
-  /** A pre-built bundle (tests bundle once per run); otherwise workflows are bundled at start. */
+  /**
+   * A pre-built bundle (tests bundle once per run; build it with workers/workflow-bundle.ts's
+   * settleBundleOptions); otherwise workflows are bundled at start, with the same options.
+   */
   workflowBundle?: { code: string } | { codePath: string };
   identity?: string;
   /** Capability keys; default: SETTLE_CAP_KEYS when set (invalid keys fail the start). */
@@ -84,7 +87,9 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       keyRing,
       policy,
     }),
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
     ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   };
   let worker: Worker;

@@ -145,7 +145,7 @@ interface ValidSpawn {
 /** Throws InputError naming the field and rule; returns the call as it will execute. */
 function validate(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin): ValidCall | ValidSpawn {
   // The envelope first (call id, argument size and depth): model-proposed calls meet it here.
-  if (origin === 'proposed') parseArgs(ProposedCallSchema, call, '');
+  if (origin === 'proposed') parseArgs(ProposedCallSchema(), call, '');
   if (call.tool === SPAWN_SUBAGENT) {
     const args = parseArgs(spawnSubagentArgs(), call.args);
     return {
@@ -158,7 +158,7 @@ function validate(ctx: CallContext, turn: number, call: ProposedCall, origin: Ca
     throw new InputError('tool', `be one of ${Object.keys(CATALOG).join(', ')} (got ${JSON.stringify(call.tool)})`);
   }
   const level = effectiveLevel(call.tool, ctx.input.levelOverrides);
-  const args = parseArgs(CATALOG[call.tool].args, call.args) as Record<string, unknown>;
+  const args = parseArgs(CATALOG[call.tool].args(), call.args) as Record<string, unknown>;
   const key = deriveKey({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: call.tool, args });
   return { tool: call.tool, level, args, key };
 }

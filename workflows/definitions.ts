@@ -19,7 +19,7 @@ export type { ModelDriver, ProposedCall, RunTurnInput, ScriptedTurn };
  * - neither: orchestrator-driven — each turn arrives as a `runTurn` update until `finish`.
  * `carried` is state handed over by continue-as-new; callers never set it.
  */
-export type TrajectoryInput = Omit<z.input<typeof TrajectoryInputSchema>, 'carried'> & { carried?: CarriedState };
+export type TrajectoryInput = Omit<z.input<ReturnType<typeof TrajectoryInputSchema>>, 'carried'> & { carried?: CarriedState };
 
 export type CallResolution =
   /** A0: read-only, run without an endpoint record. */

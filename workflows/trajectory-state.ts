@@ -115,7 +115,7 @@ export class TrajectoryState {
 
   validateRunTurn(t: RunTurnInput): void {
     if (this.finishRequest) throw new InputError('turn', 'arrive before finish (this trajectory is finishing)');
-    parseArgs(RunTurnInputSchema, t, '');
+    parseArgs(RunTurnInputSchema(), t, '');
   }
 
   /** Runs `turn` after every turn that arrived before it has finished. */

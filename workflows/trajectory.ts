@@ -368,7 +368,7 @@ function assertOwnId(trajectoryId: string, patches: Patches): void {
 
 function assertValidInput(input: TrajectoryInput): void {
   try {
-    parseArgs(TrajectoryInputSchema, input, 'input');
+    parseArgs(TrajectoryInputSchema(), input, 'input');
   } catch (err) {
     if (err instanceof InputError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.InvalidInput);
     throw err;

@@ -19,7 +19,7 @@ export async function attenuate(
   requester: string,
   deps: { ring: KeyRing; budgets: BudgetStore | null },
 ): Promise<Attenuation> {
-  const parsed = CapabilityToken.safeParse(rawParent);
+  const parsed = CapabilityToken().safeParse(rawParent);
   if (!parsed.success) return { ok: false, component: 'format', reason: `parent: ${parsed.error.issues[0]!.message}` };
   const parent = parsed.data;
   const signature = verifySignature(parent, deps.ring);

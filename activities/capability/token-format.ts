@@ -20,7 +20,7 @@ let compiled: ValidateFunction | undefined;
 function validator(): ValidateFunction {
   // Patterns without the `u` flag, as zod builds them; lengths in code points, as both count them.
   compiled ??= new Ajv2020({ strict: true, allErrors: false, unicodeRegExp: false, validateFormats: false }).compile(
-    z.toJSONSchema(CapabilityToken, { target: 'draft-2020-12' }),
+    z.toJSONSchema(CapabilityToken(), { target: 'draft-2020-12' }),
   );
   return compiled;
 }
@@ -29,7 +29,7 @@ function validator(): ValidateFunction {
 export function checkTokenFormat(raw: unknown): TokenFormat {
   // The schema has no transforms or defaults, so a token ajv accepts is the value zod would return.
   if (validator()(raw)) return { ok: true, token: raw as CapabilityToken };
-  const parsed = CapabilityToken.safeParse(raw);
+  const parsed = CapabilityToken().safeParse(raw);
   if (parsed.success) {
     // The two validators disagree: fail closed and say so rather than trusting either.
     return { ok: false, field: '', message: 'the token passed one format check and failed the other (please report this)' };

@@ -13,7 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { startStack, type Stack } from '../../stack/index';
-import { WORKFLOWS_PATH } from '../../workers/create-worker';
+import { settleBundleOptions } from '../../workers/workflow-bundle';
 import { PLAIN_TASK_QUEUE, PLAIN_WORKFLOWS_PATH } from '../plain/worker';
 import { postmasterPid } from './proc';
 
@@ -59,7 +59,7 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
     await monitor.query('create extension if not exists pg_stat_statements');
     const bundles = { settle: path.join(workDir, 'settle-bundle.js'), plain: path.join(workDir, 'plain-bundle.js') };
     const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => options.log(m) };
-    fs.writeFileSync(bundles.settle, (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })).code);
+    fs.writeFileSync(bundles.settle, (await bundleWorkflowCode(settleBundleOptions(quiet))).code);
     fs.writeFileSync(bundles.plain, (await bundleWorkflowCode({ workflowsPath: PLAIN_WORKFLOWS_PATH, logger: quiet })).code);
     // Workspaces of the benchmarks live in workDir/ws (bench/e2e.ts): the settle worker's root.
     fs.mkdirSync(path.join(workDir, 'ws'), { recursive: true });

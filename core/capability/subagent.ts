@@ -13,7 +13,7 @@ export const spawnSubagentArgs = lazy(() => {
       task: z.string().min(1).max(10_000).describe('What the sub-agent must do (its first user message when model-driven).'),
       rights: z.array(z.enum(RIGHTS)).min(1).max(4).describe('Rights for the sub-agent; a subset of this trajectory’s.'),
       objects: z
-        .array(ObjectSpec)
+        .array(ObjectSpec())
         .min(1)
         .max(16)
         .describe('Objects for the sub-agent, each within one of this trajectory’s (e.g. path:/ws/sub).'),
@@ -31,7 +31,7 @@ export const spawnSubagentArgs = lazy(() => {
         .max(7 * 24 * 3600_000)
         .describe('Lifetime in milliseconds, capped at this trajectory’s expiry.'),
       turns: z
-        .array(ScriptedTurnSchema)
+        .array(ScriptedTurnSchema())
         .max(1000)
         .optional()
         .describe('Scripted turns for the sub-agent; absent: it is model-driven with this trajectory’s model.'),

@@ -11,62 +11,73 @@ import { z } from 'zod';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { canonicalJsonOfValidated } from '../jcs';
+import { lazy } from '../lazy';
 
 export const RIGHTS = ['read', 'write', 'exec', 'connect'] as const;
 export type Right = (typeof RIGHTS)[number];
 
+// The schemas are built on first use and kept in closures (core/lazy.ts): this module is preloaded
+// into the workflow sandbox's shared module cache, which is deep-frozen, and a zod schema must
+// stay out of its reach (workers/workflow-bundle.ts).
+
 /** Typed object prefixes: `path:/abs/dir`, `host:example.com`, `repo:owner/name` (or `repo:owner`). */
-export const ObjectSpec = z
-  .string()
-  .min(6)
-  .max(1100)
-  .regex(/^(path|host|repo):.+$/, 'be a typed object such as path:/abs/dir, host:example.com or repo:owner/name');
+export const ObjectSpec = lazy(() =>
+  z
+    .string()
+    .min(6)
+    .max(1100)
+    .regex(/^(path|host|repo):.+$/, 'be a typed object such as path:/abs/dir, host:example.com or repo:owner/name'),
+);
 
-export const CapabilityBody = z
-  .object({
-    v: z.literal(1),
-    kid: z
-      .string()
-      .min(1)
-      .max(64)
-      .regex(/^[A-Za-z0-9._-]+$/),
-    aud: z.string().min(1).max(255),
-    rights: z.array(z.enum(RIGHTS)).min(1).max(4),
-    objects: z.array(ObjectSpec).min(1).max(64),
-    pred: z
-      .object({
-        /** Ceiling on one call's cost, in cost units. */
-        max_cost: z.number().int().min(0).max(1_000_000_000),
-        /** Total the trajectory (and its sub-agents) may spend, in cost units. */
-        budget: z.number().int().min(0).max(1_000_000_000_000),
-      })
-      .strict(),
-    /** Expiry, epoch milliseconds. */
-    exp: z.number().int().min(0).max(8.64e15),
-    /** Digest of the parent token; null for a root capability. */
-    parent: z
-      .string()
-      .regex(/^[0-9a-f]{64}$/)
-      .nullable(),
-    depth: z.number().int().min(0).max(16),
-  })
-  .strict();
+export const CapabilityBody = lazy(() =>
+  z
+    .object({
+      v: z.literal(1),
+      kid: z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[A-Za-z0-9._-]+$/),
+      aud: z.string().min(1).max(255),
+      rights: z.array(z.enum(RIGHTS)).min(1).max(4),
+      objects: z.array(ObjectSpec()).min(1).max(64),
+      pred: z
+        .object({
+          /** Ceiling on one call's cost, in cost units. */
+          max_cost: z.number().int().min(0).max(1_000_000_000),
+          /** Total the trajectory (and its sub-agents) may spend, in cost units. */
+          budget: z.number().int().min(0).max(1_000_000_000_000),
+        })
+        .strict(),
+      /** Expiry, epoch milliseconds. */
+      exp: z.number().int().min(0).max(8.64e15),
+      /** Digest of the parent token; null for a root capability. */
+      parent: z
+        .string()
+        .regex(/^[0-9a-f]{64}$/)
+        .nullable(),
+      depth: z.number().int().min(0).max(16),
+    })
+    .strict(),
+);
 
-export type CapabilityBody = z.output<typeof CapabilityBody>;
+export type CapabilityBody = z.output<ReturnType<typeof CapabilityBody>>;
 
-export const CapabilityToken = z
-  .object({
-    body: CapabilityBody,
-    // 43 characters carry 258 bits for a 256-bit MAC: the last character's two low bits are unused,
-    // so four spellings would decode to one signature. Only the canonical one (unused bits zero,
-    // as every encoder writes it) is accepted.
-    sig: z
-      .string()
-      .regex(/^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/, 'be the canonical base64url encoding of an HMAC-SHA-256 (43 characters)'),
-  })
-  .strict();
+export const CapabilityToken = lazy(() =>
+  z
+    .object({
+      body: CapabilityBody(),
+      // 43 characters carry 258 bits for a 256-bit MAC: the last character's two low bits are unused,
+      // so four spellings would decode to one signature. Only the canonical one (unused bits zero,
+      // as every encoder writes it) is accepted.
+      sig: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/, 'be the canonical base64url encoding of an HMAC-SHA-256 (43 characters)'),
+    })
+    .strict(),
+);
 
-export type CapabilityToken = z.output<typeof CapabilityToken>;
+export type CapabilityToken = z.output<ReturnType<typeof CapabilityToken>>;
 
 const utf8 = new TextEncoder();
 

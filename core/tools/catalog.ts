@@ -47,20 +47,18 @@ export interface CatalogEntry {
   annotation: SideEffectAnnotation;
   level: SideEffectLevel;
   probe: ProbeSupport;
-  args: z.ZodType;
+  /** The argument model, built on first use and then kept (core/lazy.ts). */
+  args: () => z.ZodType;
 }
 
-/** `args` is built on first use: workflow code pays only for the tools a trajectory calls. */
+/**
+ * `args` is a function that builds the model on first use: workflow code pays only for the tools
+ * a trajectory calls. A function, not a getter: this module is preloaded into the workflow
+ * sandbox's shared module cache, whose deep freeze reads every property (a getter would build
+ * the schema then and freeze it, and a frozen zod schema cannot parse; workers/workflow-bundle.ts).
+ */
 function entry<N extends string>(name: N, annotation: SideEffectAnnotation, probe: ProbeSupport, args: () => z.ZodType) {
-  return {
-    name,
-    annotation,
-    level: LEVEL_OF[annotation],
-    probe,
-    get args(): z.ZodType {
-      return args();
-    },
-  } as const;
+  return { name, annotation, level: LEVEL_OF[annotation], probe, args } as const;
 }
 
 export const CATALOG = {
@@ -105,7 +103,7 @@ export interface PublishedTool {
 
 export function publishedCatalog(): PublishedTool[] {
   return Object.values(CATALOG).map((tool) => {
-    const schema = z.toJSONSchema(tool.args, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
+    const schema = z.toJSONSchema(tool.args(), { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
     const { description, ...parameters } = schema;
     return { name: tool.name, description: typeof description === 'string' ? description : '', parameters, 'x-settle-level': tool.level };
   });

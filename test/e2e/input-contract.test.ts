@@ -68,34 +68,34 @@ describe('the input contract', () => {
       [{ workspace: ws, surprise: true }, 'contain only the declared fields; remove "surprise"'],
     ];
     for (const [input, message] of cases) {
-      const request = firstIssue(TrajectoryRequestSchema, input, 'input');
-      const workflow = firstIssue(TrajectoryInputSchema, input, 'input');
-      const spec = firstIssue(TrajectorySpecSchema, { trajectoryId: 't', ...input }, 'spec');
+      const request = firstIssue(TrajectoryRequestSchema(), input, 'input');
+      const workflow = firstIssue(TrajectoryInputSchema(), input, 'input');
+      const spec = firstIssue(TrajectorySpecSchema(), { trajectoryId: 't', ...input }, 'spec');
       expect(request, JSON.stringify(input)).toContain(message);
       expect(workflow).toBe(request);
       expect(spec).toBe(request!.replace(/^input/, 'spec'));
     }
     // Callers never set the continuation state; only the workflow accepts it.
     const carried = { workspace: ws, carried: { reports: [], turnsDone: [], continuedAsNew: 1 } };
-    expect(firstIssue(TrajectoryRequestSchema, carried, 'input')).toContain('remove "carried"');
-    expect(firstIssue(TrajectoryInputSchema, carried, 'input')).toBeUndefined();
+    expect(firstIssue(TrajectoryRequestSchema(), carried, 'input')).toContain('remove "carried"');
+    expect(firstIssue(TrajectoryInputSchema(), carried, 'input')).toBeUndefined();
   });
 
   it('bounds argument depth without recursing, and argument size per call and per turn', () => {
     const call = (args: Record<string, unknown>, id = 'c'): ProposedCall => ({ call_id: id, tool: 'file_edit', args });
     const turn = (...calls: ProposedCall[]) => ({ workspace: ws, turns: [{ turn: 0, calls }] });
-    expect(firstIssue(TrajectoryRequestSchema, turn(call(nested(MAX_JSON_DEPTH))), 'input')).toBeUndefined();
-    expect(firstIssue(TrajectoryRequestSchema, turn(call(nested(MAX_JSON_DEPTH + 1))), 'input')).toBe(
+    expect(firstIssue(TrajectoryRequestSchema(), turn(call(nested(MAX_JSON_DEPTH))), 'input')).toBeUndefined();
+    expect(firstIssue(TrajectoryRequestSchema(), turn(call(nested(MAX_JSON_DEPTH + 1))), 'input')).toBe(
       `input.turns.0.calls.0.args must nest at most ${MAX_JSON_DEPTH} levels deep`,
     );
-    expect(firstIssue(TrajectoryRequestSchema, turn(call(nested(200_000))), 'input')).toContain('must nest at most');
+    expect(firstIssue(TrajectoryRequestSchema(), turn(call(nested(200_000))), 'input')).toContain('must nest at most');
     const big = 'x'.repeat(MAX_ARGS_CHARS);
-    expect(firstIssue(TrajectoryRequestSchema, turn(call({ s: big })), 'input')).toMatch(
+    expect(firstIssue(TrajectoryRequestSchema(), turn(call({ s: big })), 'input')).toMatch(
       new RegExp(`args must be at most ${MAX_ARGS_CHARS} characters of JSON \\(got ${MAX_ARGS_CHARS + 8}\\)`),
     );
     const quarter = 'y'.repeat(MAX_TURN_ARGS_CHARS / 4);
     const five = [1, 2, 3, 4, 5].map((i) => call({ s: quarter.slice(0, MAX_ARGS_CHARS - 10) }, `c${i}`));
-    expect(firstIssue(TrajectoryRequestSchema, turn(...five), 'input')).toMatch(
+    expect(firstIssue(TrajectoryRequestSchema(), turn(...five), 'input')).toMatch(
       /calls must carry at most 524288 characters of arguments per turn/,
     );
   });

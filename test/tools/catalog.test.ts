@@ -85,7 +85,7 @@ describe('published catalog', () => {
     for (const tool of published) {
       const validate = ajv.compile(tool.parameters);
       for (const sample of samples[tool.name as ToolName]) {
-        const runtime = CATALOG[tool.name as ToolName].args.safeParse(sample).success;
+        const runtime = CATALOG[tool.name as ToolName].args().safeParse(sample).success;
         expect(validate(sample), `${tool.name} ${JSON.stringify(sample)}`).toBe(runtime);
       }
     }
@@ -113,6 +113,6 @@ describe('bad input names the field and the rule, before any effect', () => {
     ['grep_search', { pattern: 'a', path: 'relative' }, 'args.path must match the pattern'],
     ['file_edit', { path: '/w/a', old_str: '', new_str: 'y' }, 'args.old_str must have at least 1 character (got 0)'],
   ])('%s %j', (tool, args, message) => {
-    expect(() => parseArgs(CATALOG[tool as ToolName].args, args)).toThrow(message);
+    expect(() => parseArgs(CATALOG[tool as ToolName].args(), args)).toThrow(message);
   });
 });
