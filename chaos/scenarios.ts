@@ -93,7 +93,14 @@ function zombies(name: string, description: string, points: string[], size = wor
 }
 
 export const FULL: Scenario[] = [
-  { name: 'worker-sigkill', description: WORKER_SIGKILL, ...workload, failpoints: SLOW_CALLS, faults: sigkills(2_000, 5_000) },
+  {
+    name: 'worker-sigkill',
+    description: `${WORKER_SIGKILL}; kills for the first 3 min`,
+    ...workload,
+    failpoints: SLOW_CALLS,
+    faults: sigkills(2_000, 5_000),
+    faultsForMs: 3 * 60_000,
+  },
   zombies('zombie-before-intent', 'a worker paused (SIGSTOP) past its lease before the claim that records the intent, or right after it', [
     'settled.before_intent',
     'settled.after_claim',
@@ -140,8 +147,9 @@ export const FULL: Scenario[] = [
 export const QUICK: Scenario[] = [
   {
     name: 'worker-sigkill',
-    description: `${WORKER_SIGKILL}; half the trajectories A3 (approved)`,
+    description: `${WORKER_SIGKILL}; kills for the first 40 s; half the trajectories A3 (approved)`,
     ...small,
+    faultsForMs: 40_000,
     // Approvals under kills: the approver must not wait on a trajectory whose worker just died.
     a3Share: 0.5,
     failpoints: SLOW_CALLS,

@@ -32,6 +32,12 @@ export interface Scenario {
   failpoints?: string;
   /** How long a worker paused at a stop failpoint stays paused. */
   pauseMs?: (random: () => number) => number;
+  /**
+   * Inject faults for at most this long after the workload starts (default: while it runs). Aimed
+   * kills on a workload's last few trajectories would otherwise hit exactly those, over and over:
+   * a tail that says more about the kill rate than about recovery.
+   */
+  faultsForMs?: number;
   /** Injects faults until `running()` turns false. */
   faults?: (cluster: Cluster, random: () => number, running: () => boolean) => Promise<void>;
   /** Lease for the trajectories (default: settle's default). */
@@ -135,8 +141,9 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
         return runTrajectory(settle, p, deadline, scenario.leaseMs);
       }),
     ).finally(() => (running = false));
-    const faulting = (scenario.faults?.(cluster, random, () => running) ?? Promise.resolve()).catch((err: unknown) =>
-      env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
+    const faultsUntil = Date.now() + (scenario.faultsForMs ?? Infinity);
+    const faulting = (scenario.faults?.(cluster, random, () => running && Date.now() < faultsUntil) ?? Promise.resolve()).catch(
+      (err: unknown) => env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
     );
     const duties = Promise.all([sre.watch(workload, env.log), approveWhileRunning(settle, plans, workload)]);
     const progress = setInterval(() => void logProgress(scenario.name, store, cluster, plans, env.log), 15_000);
