@@ -129,9 +129,13 @@ export class Cluster {
     }
   }
 
-  /** SIGKILL of a random worker (replaced at once by onExit). */
+  /**
+   * SIGKILL of a random worker (replaced at once by onExit) among those already polling: killing
+   * a replacement still starting up measures nothing, and under a fast kill loop on a loaded host
+   * it can leave no worker at all for tens of seconds.
+   */
   killRandomWorker(random: () => number): void {
-    const candidates = this.workers.filter((w) => w.alive && !this.resuming.has(w.pid));
+    const candidates = this.workers.filter((w) => w.alive && w.isReady && !this.resuming.has(w.pid));
     const victim = candidates[Math.floor(random() * candidates.length)];
     if (victim) this.kill(victim);
   }
