@@ -24,16 +24,16 @@ const sigkills =
   };
 
 /**
- * Calls that last long enough for a kill to catch them in every phase: half of the file edits
- * pause 1 s with the new content written to a temporary file (nothing changed yet), half pause
- * 1 s after the rename (changed, not yet recorded); half of the shell commands pause 0.5 s after
- * their exit marker (run, not yet recorded), besides the commands that sleep 1 s themselves
- * (killed while running: truly unknown, for the operator). A slow disk or a busy host, as it were.
+ * Calls that last long enough for a fault to catch them in every phase: most file edits pause
+ * 1 s with the new content written to a temporary file (nothing changed yet) and/or 1 s after the
+ * rename (changed, not yet recorded); most shell commands pause 1 s after their exit marker (run,
+ * not yet recorded), besides the commands that sleep 1 s themselves (killed while running: truly
+ * unknown, for the operator). A slow disk or a busy host, as it were.
  */
 const SLOW_CALLS = [
-  'file_edit.before_rename=sleep:1000@0.5',
-  'file_edit.after_rename=sleep:1000@0.5',
-  'bash_execute.after_run=sleep:500@0.5',
+  'file_edit.before_rename=sleep:1000@0.6',
+  'file_edit.after_rename=sleep:1000@0.6',
+  'bash_execute.after_run=sleep:1000@0.6',
 ].join(',');
 
 const WORKER_SIGKILL =
@@ -147,9 +147,9 @@ export const FULL: Scenario[] = [
 export const QUICK: Scenario[] = [
   {
     name: 'worker-sigkill',
-    description: `${WORKER_SIGKILL}; kills for the first 40 s; half the trajectories A3 (approved)`,
+    description: `${WORKER_SIGKILL}; kills for the first 50 s; half the trajectories A3 (approved)`,
     ...small,
-    faultsForMs: 40_000,
+    faultsForMs: 50_000,
     // Approvals under kills: the approver must not wait on a trajectory whose worker just died.
     a3Share: 0.5,
     failpoints: SLOW_CALLS,
@@ -162,11 +162,19 @@ export const QUICK: Scenario[] = [
     small,
     0.25,
   ),
-  { name: 'postgres-crash', description: 'PostgreSQL kill -9, down 1–3 s, every 4–8 s', ...small, faults: postgresRestarts('crash') },
+  // Calls slowed as in worker-sigkill, so that the restarts catch calls in flight.
+  {
+    name: 'postgres-crash',
+    description: 'PostgreSQL kill -9, down 1–3 s, every 4–8 s; calls slowed to be caught',
+    ...small,
+    failpoints: SLOW_CALLS,
+    faults: postgresRestarts('crash'),
+  },
   {
     name: 'temporal-restart',
-    description: 'Temporal dev server restarted on its SQLite file every 6–10 s',
+    description: 'Temporal dev server restarted on its SQLite file every 6–10 s; calls slowed to be caught',
     ...small,
+    failpoints: SLOW_CALLS,
     faults: temporalRestarts,
   },
 ];
