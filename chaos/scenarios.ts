@@ -147,9 +147,9 @@ export const FULL: Scenario[] = [
 export const QUICK: Scenario[] = [
   {
     name: 'worker-sigkill',
-    description: `${WORKER_SIGKILL}; kills for the first 50 s; half the trajectories A3 (approved)`,
+    description: `${WORKER_SIGKILL}; kills for the first 40 s; half the trajectories A3 (approved)`,
     ...small,
-    faultsForMs: 50_000,
+    faultsForMs: 40_000,
     // Approvals under kills: the approver must not wait on a trajectory whose worker just died.
     a3Share: 0.5,
     failpoints: SLOW_CALLS,
