@@ -2,7 +2,7 @@
  * `npm run chaos` — crash recovery under real faults, measured.
  *
  *   npm run chaos                       every scenario (chaos/scenarios.ts FULL), ~15 min
- *   npm run chaos -- --quick            a short fixed set (QUICK), ~3 min
+ *   npm run chaos -- --quick            a short fixed set (QUICK), ~4 min
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
  *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)

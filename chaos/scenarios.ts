@@ -7,15 +7,37 @@ import type { Scenario } from './harness/scenario';
 
 type FaultLoop = NonNullable<Scenario['faults']>;
 
-/** SIGKILL of a random worker every `minMs`–`maxMs` (each replaced at once, as a supervisor would). */
+/**
+ * SIGKILL every `minMs`–`maxMs` (the victim replaced at once, as a supervisor would), aimed at a
+ * running call: when calls are IN_FLIGHT on live workers, one of them is picked at random and
+ * the worker holding its lease is killed; otherwise a random worker. A kill at a random instant
+ * rarely lands in a call (most of a worker's time is spent between calls), and a kill that
+ * catches no call says nothing about recovery.
+ */
 const sigkills =
   (minMs: number, maxMs: number): FaultLoop =>
   async (cluster, random, running) => {
     while (running()) {
       await sleep(minMs + random() * (maxMs - minMs));
-      if (running()) cluster.killRandomWorker(random);
+      if (running()) await cluster.killWorkerHoldingCall(random);
     }
   };
+
+/**
+ * Calls that last long enough for a fault to catch them in every phase: most file edits pause
+ * 1 s with the new content written to a temporary file (nothing changed yet) and/or 1 s after the
+ * rename (changed, not yet recorded); most shell commands pause 1 s after their exit marker (run,
+ * not yet recorded), besides the commands that sleep 1 s themselves (killed while running: truly
+ * unknown, for the operator). A slow disk or a busy host, as it were.
+ */
+const SLOW_CALLS = [
+  'file_edit.before_rename=sleep:1000@0.6',
+  'file_edit.after_rename=sleep:1000@0.6',
+  'bash_execute.after_run=sleep:1000@0.6',
+].join(',');
+
+const WORKER_SIGKILL =
+  'SIGKILL every 2–5 s of the worker holding a random in-flight call (a random worker when none is); file edits and half the commands slowed to be caught';
 
 /** PostgreSQL down for 1–3 s every 4–8 s: fast shutdown (57P01) or kill -9 of postmaster and backends. */
 const postgresRestarts =
@@ -52,7 +74,13 @@ const FAILPOINTS = [
 ];
 
 const workload = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, timeoutMs: 8 * 60_000 };
-const small = { workers: 3, orchestrated: 4, scripted: 4, effectsEach: 4, timeoutMs: 4 * 60_000 };
+/**
+ * The quick set: a steady stream of trajectories, started evenly over 30 s, so that each fault
+ * loop (kills every 2–5 s, PostgreSQL every 5–11 s, Temporal every 7–12 s, zombies at every
+ * fourth lease check) meets running calls several times — about a minute a scenario on a quiet
+ * machine. The timeout only matters when something hangs.
+ */
+const small = { workers: 3, orchestrated: 6, scripted: 6, effectsEach: 4, spreadMs: 30_000, timeoutMs: 5 * 60_000 };
 
 function zombies(name: string, description: string, points: string[], size = workload, probability = 0.15): Scenario {
   return {
@@ -65,7 +93,14 @@ function zombies(name: string, description: string, points: string[], size = wor
 }
 
 export const FULL: Scenario[] = [
-  { name: 'worker-sigkill', description: 'SIGKILL of a random worker every 2–5 s', ...workload, faults: sigkills(2_000, 5_000) },
+  {
+    name: 'worker-sigkill',
+    description: `${WORKER_SIGKILL}; kills for the first 3 min`,
+    ...workload,
+    failpoints: SLOW_CALLS,
+    faults: sigkills(2_000, 5_000),
+    faultsForMs: 3 * 60_000,
+  },
   zombies('zombie-before-intent', 'a worker paused (SIGSTOP) past its lease before the claim that records the intent, or right after it', [
     'settled.before_intent',
     'settled.after_claim',
@@ -110,7 +145,16 @@ export const FULL: Scenario[] = [
 ];
 
 export const QUICK: Scenario[] = [
-  { name: 'worker-sigkill', description: 'SIGKILL of a random worker every 2–5 s', ...small, faults: sigkills(2_000, 5_000) },
+  {
+    name: 'worker-sigkill',
+    description: `${WORKER_SIGKILL}; kills for the first 40 s; half the trajectories A3 (approved)`,
+    ...small,
+    faultsForMs: 40_000,
+    // Approvals under kills: the approver must not wait on a trajectory whose worker just died.
+    a3Share: 0.5,
+    failpoints: SLOW_CALLS,
+    faults: sigkills(2_000, 5_000),
+  },
   zombies(
     'zombie-after-lease-check',
     'paused past the lease between the lease check and the effect',
@@ -118,11 +162,19 @@ export const QUICK: Scenario[] = [
     small,
     0.25,
   ),
-  { name: 'postgres-crash', description: 'PostgreSQL kill -9, down 1–3 s, every 4–8 s', ...small, faults: postgresRestarts('crash') },
+  // Calls slowed as in worker-sigkill, so that the restarts catch calls in flight.
+  {
+    name: 'postgres-crash',
+    description: 'PostgreSQL kill -9, down 1–3 s, every 4–8 s; calls slowed to be caught',
+    ...small,
+    failpoints: SLOW_CALLS,
+    faults: postgresRestarts('crash'),
+  },
   {
     name: 'temporal-restart',
-    description: 'Temporal dev server restarted on its SQLite file every 6–10 s',
+    description: 'Temporal dev server restarted on its SQLite file every 6–10 s; calls slowed to be caught',
     ...small,
+    failpoints: SLOW_CALLS,
     faults: temporalRestarts,
   },
 ];

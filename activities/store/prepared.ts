@@ -34,6 +34,11 @@ export class PreparedStatement<P extends Record<string, ParamValue>, R> {
     this.name = `settle_${crypto.createHash('sha256').update(this.compiled.sql).digest('hex').slice(0, 24)}`;
   }
 
+  /** The SQL text as compiled (what the server sees, before pg_stat_statements normalises its literals). */
+  get sql(): string {
+    return this.compiled.sql;
+  }
+
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- compiled SQL runs on any handle of the same database
   async execute(db: Kysely<any>, params: P): Promise<QueryResult<R>> {
     const parameters = this.compiled.parameters.map((constant, i) => {

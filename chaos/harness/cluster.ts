@@ -4,6 +4,7 @@
  * kill, pause and replace. Every fault is recorded with its time, for the recovery figures.
  */
 import path from 'node:path';
+import pg from 'pg';
 import { PostgresServer } from '../infra/postgres-server';
 import { TemporalServer } from '../infra/temporal-server';
 import { WorkerProcess } from '../infra/worker-process';
@@ -20,6 +21,8 @@ export interface Fault {
   identity?: string;
   /** For failpoint faults: the failpoint that fired. */
   failpoint?: string;
+  /** For an aimed SIGKILL: the key of the IN_FLIGHT call whose holder was chosen as the victim. */
+  aimedAt?: string;
 }
 
 export interface ClusterOptions {
@@ -48,6 +51,8 @@ export class Cluster {
   private watching: NodeJS.Timeout | null = null;
   private readonly resuming = new Set<number>();
   private closed = false;
+  /** A connection of the harness's own, to see which worker holds which call (aimed kills). */
+  private inspector: pg.Pool | null = null;
 
   private constructor(
     private readonly options: ClusterOptions,
@@ -124,14 +129,56 @@ export class Cluster {
     }
   }
 
-  /** SIGKILL of a random worker (replaced at once by onExit). */
+  /**
+   * SIGKILL of a random worker (replaced at once by onExit) among those already polling: killing
+   * a replacement still starting up measures nothing, and under a fast kill loop on a loaded host
+   * it can leave no worker at all for tens of seconds.
+   */
   killRandomWorker(random: () => number): void {
-    const candidates = this.workers.filter((w) => w.alive && !this.resuming.has(w.pid));
+    const candidates = this.workers.filter((w) => w.alive && w.isReady && !this.resuming.has(w.pid));
     const victim = candidates[Math.floor(random() * candidates.length)];
-    if (!victim) return;
+    if (victim) this.kill(victim);
+  }
+
+  /**
+   * SIGKILL aimed at a running call: one of the calls IN_FLIGHT now (settle's records, read
+   * here, not by the workers) is chosen at random and the worker that holds its lease is killed
+   * — its holder is `<worker identity>#<activity id>@<attempt>` (activities/index.ts). With no
+   * call in flight on a live worker (or the database unreachable), a random worker is killed.
+   * Returns the key aimed at, or null for a random kill.
+   */
+  async killWorkerHoldingCall(random: () => number): Promise<string | null> {
+    const running = await this.callsInFlight().catch(() => []);
+    const live = this.workers.filter((w) => w.alive && !w.stopped && !this.resuming.has(w.pid));
+    const targets = running.flatMap((c) => {
+      const worker = live.find((w) => c.holder.startsWith(`${w.identity}#`));
+      return worker ? [{ key: c.key, worker }] : [];
+    });
+    const target = targets[Math.floor(random() * targets.length)];
+    if (!target) {
+      this.killRandomWorker(random);
+      return null;
+    }
+    this.kill(target.worker, target.key);
+    return target.key;
+  }
+
+  private kill(victim: WorkerProcess, aimedAt?: string): void {
     const now = Date.now();
-    this.faults.push({ kind: 'sigkill', at: now, until: now, identity: victim.identity });
+    this.faults.push({ kind: 'sigkill', at: now, until: now, identity: victim.identity, ...(aimedAt ? { aimedAt } : {}) });
     victim.signal('SIGKILL');
+  }
+
+  /** The records IN_FLIGHT now, with their holders. */
+  private async callsInFlight(): Promise<{ key: string; holder: string }[]> {
+    if (!this.inspector) {
+      this.inspector = new pg.Pool({ connectionString: this.postgres.url, max: 1, connectionTimeoutMillis: 2_000 });
+      this.inspector.on('error', () => {}); // PostgreSQL restarted: the next query reconnects
+    }
+    const { rows } = await this.inspector.query<{ key: string; holder: string }>(
+      "select key, holder from settle_endpoint_records where state = 'IN_FLIGHT' and holder is not null",
+    );
+    return rows;
   }
 
   /** PostgreSQL goes away (fast shutdown or kill -9) for `downMs`, then comes back. */
@@ -161,6 +208,7 @@ export class Cluster {
   async stop(): Promise<void> {
     this.closed = true;
     if (this.watching) clearInterval(this.watching);
+    await this.inspector?.end().catch(() => {});
     await Promise.all(this.workers.map((w) => w.kill()));
     await this.postgres.start().catch(() => {});
     await this.postgres.destroy();

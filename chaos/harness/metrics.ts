@@ -1,7 +1,15 @@
 /**
- * Recovery times from the faults the cluster recorded and the endpoint records' event trails:
- * for every call a fault caught in flight, the time from the fault to the moment its record was
- * settled again (COMPLETED or NOT_EXECUTED, by whoever: the executor, a probe, an operator).
+ * Recovery times from the faults the cluster recorded and the endpoint records' event trails.
+ *
+ * A call is *caught* by a fault when its record was IN_FLIGHT at the fault's instant under a claim
+ * of that generation — held by the victim, for a worker fault (SIGKILL, zombie, failpoint kill);
+ * by anyone, for an infrastructure fault (PostgreSQL, Temporal). Its *recovery* is the time from
+ * the fault to the first transition of that same generation into COMPLETED or NOT_EXECUTED: the
+ * moment settle's record says again, as a settled fact, whether the effect happened — by the
+ * executor itself (`worker`, e.g. once PostgreSQL is back), by a probe reading the facts
+ * (`probe`, on the next attempt's claim or the workflow's settle step) or by a person
+ * (`operator`). It is not the time until the call was executed again after a NOT_EXECUTED.
+ * Caught calls whose generation was never settled by the end of the run are counted apart.
  */
 import type { EndpointEvent } from '../../activities/store/endpoint-store';
 import type { Fault } from './cluster';
@@ -27,8 +35,8 @@ export interface CallTrail {
 
 const SETTLED = new Set(['COMPLETED', 'NOT_EXECUTED']);
 
-export function recoveries(faults: Fault[], trails: CallTrail[]): Recovery[] {
-  const out: Recovery[] = [];
+export function recoveries(faults: Fault[], trails: CallTrail[]): Recovery[] & { unsettled: number } {
+  const out = Object.assign([] as Recovery[], { unsettled: 0 });
   for (const fault of faults) {
     for (const trail of trails) {
       const claim = inFlightClaimAt(trail.events, fault.at);
@@ -39,7 +47,10 @@ export function recoveries(faults: Fault[], trails: CallTrail[]): Recovery[] {
       const settled = trail.events.find(
         (e) => e.generation === claim.generation && e.at.getTime() >= fault.at && SETTLED.has(e.toState) && e.fromState !== e.toState,
       );
-      if (!settled) continue;
+      if (!settled) {
+        out.unsettled++;
+        continue;
+      }
       out.push({
         key: trail.key,
         tool: trail.tool,
@@ -74,29 +85,39 @@ export function percentile(values: number[], p: number): number | null {
 }
 
 /**
- * Lease renewals per second of running call: renewals are the record updates that are not
- * transitions (they leave no event), and a call runs from its claim to its first transition out
- * of IN_FLIGHT.
+ * Lease renewals per second of running call.
+ *
+ * `renewals` is exact: the executions of the renewal statement (EndpointStore.renewLease), counted
+ * by PostgreSQL's pg_stat_statements — refused renewals included, each is a statement the database
+ * served. Running call-seconds come from the records' trails: a generation runs from its claim to
+ * its first transition out of IN_FLIGHT, or until its holder was killed or paused (a dead or
+ * stopped executor renews nothing; counting the rest of its lease would flatter the rate).
+ * By design (activities/settled/run-settled.ts, LeaseKeeper) an executor renews every lease/3 —
+ * once a second with the default 3 s lease — so the rate stays at or under 1.
  */
 export function renewalRate(
-  recordUpdates: number,
+  renewals: number,
   trails: CallTrail[],
+  faults: Fault[] = [],
 ): { renewals: number; runningSeconds: number; perSecond: number | null } {
-  let transitions = 0;
   let runningMs = 0;
   for (const { events } of trails) {
-    let claimedAt: number | null = null;
+    let claim: { at: number; generation: number; holder: string } | null = null;
     for (const e of events) {
       const refused = (e.detail as { refused?: unknown } | null)?.refused !== undefined;
-      if (!refused && e.fromState !== 'UNSEEN') transitions++; // every stored change but an insert is an UPDATE
-      if (e.toState === 'IN_FLIGHT' && e.fromState !== 'IN_FLIGHT') claimedAt = e.at.getTime();
-      else if (claimedAt !== null && e.toState !== 'IN_FLIGHT' && !refused) {
-        runningMs += e.at.getTime() - claimedAt;
-        claimedAt = null;
+      if (refused) continue;
+      if (e.toState === 'IN_FLIGHT' && e.fromState !== 'IN_FLIGHT') {
+        claim = { at: e.at.getTime(), generation: e.generation, holder: (e.detail as { holder?: string } | null)?.holder ?? '' };
+      } else if (claim && e.generation === claim.generation && e.toState !== 'IN_FLIGHT') {
+        const start = claim.at;
+        const holderFault = faults.find(
+          (f) => f.identity && claim!.holder.startsWith(`${f.identity}#`) && f.at > start && f.at < e.at.getTime(),
+        );
+        runningMs += (holderFault ? holderFault.at : e.at.getTime()) - start;
+        claim = null;
       }
     }
   }
-  const renewals = Math.max(0, recordUpdates - transitions);
   const runningSeconds = runningMs / 1000;
   return { renewals, runningSeconds, perSecond: runningSeconds > 0 ? renewals / runningSeconds : null };
 }

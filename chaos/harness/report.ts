@@ -53,6 +53,16 @@ function taskFailures(r: ScenarioResult): string {
   return entries.length ? `Workflow task failures (retried): ${entries.map(([m, n]) => `${n} × “${m}”`).join('; ')}. ` : '';
 }
 
+function caught(r: ScenarioResult): string {
+  const n = r.recovery.all.n + r.recovery.unsettled;
+  return `Calls caught in flight: ${n}${r.recovery.unsettled ? ` (${r.recovery.unsettled} never settled)` : ''}. `;
+}
+
+function renewals(r: ScenarioResult): string {
+  if (r.renewalsPerRunningCallSecond === null || !r.renewals) return `n/a${r.renewalsNote ? ` (${r.renewalsNote})` : ''}`;
+  return `${r.renewalsPerRunningCallSecond.toFixed(2)} (${r.renewals.statements} renewals over ${r.renewals.runningCallSeconds} call-seconds)`;
+}
+
 function row(r: ScenarioResult): string[] {
   return [
     r.scenario,
@@ -85,9 +95,15 @@ export function markdownTable(
     '',
     `Generated ${meta.generatedAt} by \`npm run chaos${meta.mode === 'quick' ? ' -- --quick' : ''}\` on ${meta.host}` +
       `${meta.load ? `, load average ${meta.load}` : ''}${meta.commit ? `, commit ${meta.commit}` : ''}.`,
-    'Effects are counted from the workspaces’ files; recovery is the time from a fault to the',
-    'moment a call it caught was settled again (probeable = settled by settle itself — its executor or a',
-    'probe reading the file or the shell run markers — not by the operator).',
+    'Effects are counted from the workspaces’ files, never from settle’s records. A call is *caught* by a',
+    'fault when its record was IN_FLIGHT at the fault’s instant (held by the victim, for a worker fault);',
+    'its *recovery* is the time from the fault to the moment that same generation of the record was',
+    'settled again — COMPLETED or NOT_EXECUTED, i.e. settle knows again whether the effect happened — not',
+    'until the call ran again. *Probeable* = settled by settle itself: its executor, or a probe reading the',
+    'file or the shell run markers; *all* adds the calls an operator settled (shell commands killed while',
+    'running: facts truly unknown). *Lease renewals per running call-second*: executions of the renewal',
+    'statement, counted exactly by pg_stat_statements, divided by the seconds calls were IN_FLIGHT under a',
+    'live executor (claim to settlement, or to the death or pause of its holder); by design at most 1.',
     '',
     `| ${HEADERS.join(' | ')} |`,
     `|${HEADERS.map(() => '---').join('|')}|`,
@@ -99,7 +115,7 @@ export function markdownTable(
           Object.entries(r.faults)
             .map(([k, n]) => `${n} × ${k}`)
             .join(', ') || 'none'
-        }. Lease renewals per running call-second: ${r.renewalsPerRunningCallSecond === null ? 'n/a' : r.renewalsPerRunningCallSecond.toFixed(2)}. ${taskFailures(r)}${verdict(r)}.`,
+        }. ${caught(r)}Lease renewals per running call-second: ${renewals(r)}. ${taskFailures(r)}${verdict(r)}.`,
     ),
     '',
   ];

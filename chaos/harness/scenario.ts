@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import { Client, Connection } from '@temporalio/client';
 import { openDatabase } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
+import { renewStatement } from '../../activities/store/statements';
 import { SettleClient } from '../../client/index';
 import { Cluster, type Fault } from './cluster';
 import { countEffects } from './effects';
@@ -25,10 +26,18 @@ export interface Scenario {
   scripted: number;
   effectsEach: number;
   a3Share?: number;
+  /** Start the trajectories evenly over this long (a steady stream) rather than all at once. */
+  spreadMs?: number;
   /** SETTLE_FAILPOINTS of every worker. */
   failpoints?: string;
   /** How long a worker paused at a stop failpoint stays paused. */
   pauseMs?: (random: () => number) => number;
+  /**
+   * Inject faults for at most this long after the workload starts (default: while it runs). Aimed
+   * kills on a workload's last few trajectories would otherwise hit exactly those, over and over:
+   * a tail that says more about the kill rate than about recovery.
+   */
+  faultsForMs?: number;
   /** Injects faults until `running()` turns false. */
   faults?: (cluster: Cluster, random: () => number, running: () => boolean) => Promise<void>;
   /** Lease for the trajectories (default: settle's default). */
@@ -68,9 +77,17 @@ export interface ScenarioResult {
   failedTrajectories: number;
   failedTurns: number;
   unfinished: number;
-  /** Recovery (fault → record settled again) of calls caught by a fault. */
-  recovery: { probeable: Stats; all: Stats; slowest: Recovery[] };
+  /**
+   * Recovery of the calls a fault caught in flight: from the fault to the first transition of the
+   * caught generation into COMPLETED or NOT_EXECUTED (chaos/harness/metrics.ts). `unsettled`:
+   * caught calls whose generation was still unsettled at the end.
+   */
+  recovery: { probeable: Stats; all: Stats; unsettled: number; slowest: Recovery[] };
+  /** Renewal statements (exact, pg_stat_statements) per running call-second; null when not measurable. */
   renewalsPerRunningCallSecond: number | null;
+  renewals: { statements: number; runningCallSeconds: number } | null;
+  /** Why `renewals` is null, when it is. */
+  renewalsNote?: string;
   /** Workflow task failures in the histories, by message (retried by Temporal). */
   workflowTaskFailures: Record<string, number>;
   durationS: number;
@@ -117,9 +134,16 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     const deadline = Date.now() + scenario.timeoutMs;
     const sre = new Sre(settle, store, cluster, plans);
     let running = true;
-    const workload = Promise.all(plans.map((p) => runTrajectory(settle, p, deadline, scenario.leaseMs))).finally(() => (running = false));
-    const faulting = (scenario.faults?.(cluster, random, () => running) ?? Promise.resolve()).catch((err: unknown) =>
-      env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
+    const spread = scenario.spreadMs ?? 0;
+    const workload = Promise.all(
+      plans.map(async (p, i) => {
+        await new Promise((r) => setTimeout(r, plans.length > 1 ? (spread * i) / (plans.length - 1) : 0));
+        return runTrajectory(settle, p, deadline, scenario.leaseMs);
+      }),
+    ).finally(() => (running = false));
+    const faultsUntil = Date.now() + (scenario.faultsForMs ?? Infinity);
+    const faulting = (scenario.faults?.(cluster, random, () => running && Date.now() < faultsUntil) ?? Promise.resolve()).catch(
+      (err: unknown) => env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
     );
     const duties = Promise.all([sre.watch(workload, env.log), approveWhileRunning(settle, plans, workload)]);
     const progress = setInterval(() => void logProgress(scenario.name, store, cluster, plans, env.log), 15_000);
@@ -133,8 +157,8 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     const ids = plans.map((p) => p.id);
     const trails = await callTrails(store, ids);
     const taskFailures = await workflowTaskFailures(settle, ids, env.historiesDir);
-    const recordUpdates = await updatesOfRecords(db);
-    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, recordUpdates, started, taskFailures);
+    const renewals = await renewalStatements(db);
+    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, renewals, started, taskFailures);
   } finally {
     await connection.close().catch(() => {});
     await db.destroy().catch(() => {});
@@ -194,13 +218,23 @@ async function workflowTaskFailures(settle: SettleClient, ids: string[], histori
   return failures;
 }
 
-/** UPDATEs of the records table since the cluster started (PostgreSQL's statistics; lost by a crash). */
-async function updatesOfRecords(db: ReturnType<typeof openDatabase>): Promise<number | null> {
-  await new Promise((r) => setTimeout(r, 1_500)); // statistics are flushed about once a second
-  const { rows } = await sql<{
-    n: string;
-  }>`select n_tup_upd::text as n from pg_stat_user_tables where relname = 'settle_endpoint_records'`.execute(db);
-  return rows[0] ? Number(rows[0].n) : null;
+/**
+ * How many times the lease renewal statement ran since the cluster started: exact, from
+ * pg_stat_statements (loaded by chaos/infra/postgres-server.ts). The statement is recognised by
+ * the text settle prepares (activities/store/statements.ts renewStatement) up to its first literal,
+ * which pg_stat_statements normalises. Null when the extension is missing or nothing matched.
+ */
+async function renewalStatements(db: ReturnType<typeof openDatabase>): Promise<number | null> {
+  const text = renewStatement(db).sql;
+  const prefix = text.slice(0, text.indexOf("'"));
+  try {
+    const { rows } = await sql<{ calls: string | null; n: string }>`
+      select sum(calls)::text as calls, count(*)::text as n from pg_stat_statements
+      where query like ${prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%'}`.execute(db);
+    return rows[0] && Number(rows[0].n) > 0 ? Number(rows[0].calls) : null;
+  } catch {
+    return null;
+  }
 }
 
 function summarize(
@@ -211,7 +245,7 @@ function summarize(
   faults: Fault[],
   sre: Sre,
   trails: CallTrail[],
-  recordUpdates: number | null,
+  renewalCount: number | null,
   started: number,
   taskFailures: Record<string, number>,
 ): ScenarioResult {
@@ -249,11 +283,17 @@ function summarize(
   for (const a of sre.actions.filter((x) => x.path !== 'none')) operator[a.tool] = (operator[a.tool] ?? 0) + 1;
   const faultCounts: Record<string, number> = {};
   for (const f of faults) {
-    const name = f.failpoint ? `${f.kind}@${f.failpoint}` : f.kind;
+    const name = f.failpoint ? `${f.kind}@${f.failpoint}` : f.aimedAt ? `${f.kind}@in-flight-call` : f.kind;
     faultCounts[name] = (faultCounts[name] ?? 0) + 1;
   }
+  // pg_stat_statements keeps its counts across a fast shutdown, not across a crash.
   const crashed = faults.some((f) => f.kind === 'postgres-crash');
-  const renewals = recordUpdates === null || crashed ? null : renewalRate(recordUpdates, trails).perSecond;
+  const rate = renewalCount === null || crashed ? null : renewalRate(renewalCount, trails, faults);
+  const renewalsNote = crashed
+    ? 'not measured: PostgreSQL crashes lose the statement counts'
+    : renewalCount === null
+      ? 'not measured: no renewal statement in pg_stat_statements'
+      : undefined;
   return {
     scenario: scenario.name,
     description: scenario.description,
@@ -272,9 +312,12 @@ function summarize(
     recovery: {
       probeable: stats(recovered.filter(probeable)),
       all: stats(recovered),
+      unsettled: recovered.unsettled,
       slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
     },
-    renewalsPerRunningCallSecond: renewals,
+    renewalsPerRunningCallSecond: rate?.perSecond ?? null,
+    renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
+    ...(renewalsNote ? { renewalsNote } : {}),
     workflowTaskFailures: taskFailures,
     durationS: Math.round((Date.now() - started) / 1000),
     problems,

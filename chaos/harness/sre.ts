@@ -5,7 +5,7 @@
  * its executor is gone (a paused or still-running executor may yet act or record its outcome)
  * and settle had a few seconds to settle it by itself.
  */
-import type { EndpointStore } from '../../activities/store/endpoint-store';
+import type { EndpointRecord, EndpointStore } from '../../activities/store/endpoint-store';
 import type { SettleClient } from '../../client/index';
 import { resolveCall } from '../../cli/resolve-call';
 import type { Cluster } from './cluster';
@@ -21,6 +21,8 @@ export interface OperatorAction {
 }
 
 const GRACE_MS = 3_000;
+/** How long one record's settlement may take (Temporal requests included) before the next round tries again. */
+const RECORD_DEADLINE_MS = 10_000;
 
 export class Sre {
   readonly actions: OperatorAction[] = [];
@@ -52,36 +54,52 @@ export class Sre {
     }
   }
 
-  /** One look at every IN_DOUBT record of this run; settles those whose facts are final. */
+  /**
+   * One look at every IN_DOUBT record of this run; settles those whose facts are final. Each
+   * record on its own, concurrently, with a deadline per record: a trajectory whose workflow task
+   * is failing (its worker just died) refuses or holds the update, and must delay no other call.
+   */
   async round(options: { graceMs?: number } = {}): Promise<number> {
-    let settled = 0;
-    for (const record of await this.store.list({ state: 'IN_DOUBT', limit: 10_000 })) {
-      const plan = this.plans.get(record.trajectoryId);
-      if (!plan) continue;
-      const events = await this.store.events(record.key);
-      const since =
-        [...events]
-          .reverse()
-          .find((e) => e.toState === 'IN_DOUBT')
-          ?.at.getTime() ?? 0;
-      if (Date.now() - since < (options.graceMs ?? GRACE_MS)) continue;
-      if (this.holderMayStillAct(events, record.generation)) continue;
-      const uid = uidOfArgs(record.args);
-      if (!uid) continue;
-      const present = effectPresent(plan.workspace, uid);
-      const verdict = present ? 'applied' : 'not_applied';
-      const resolution = await resolveCall(this.settle, this.store, {
-        key: record.key,
-        verdict,
-        operator: 'chaos-sre',
-        reason: `${uid} is ${present ? '' : 'not '}in the workspace files; its executor is gone`,
-        // The facts above are about this generation's execution: never settle a later one with them.
-        generation: record.generation,
-      });
-      this.actions.push({ key: record.key, tool: record.tool, verdict, path: resolution.path, at: Date.now() });
-      if (resolution.path !== 'none') settled++;
-    }
-    return settled;
+    const records = (await this.store.list({ state: 'IN_DOUBT', limit: 10_000 })).filter((r) => this.plans.has(r.trajectoryId));
+    const errors: unknown[] = [];
+    const settled = await Promise.all(
+      records.map((record) =>
+        this.settle.client.connection
+          .withDeadline(Date.now() + RECORD_DEADLINE_MS, () => this.settleOne(record, options.graceMs ?? GRACE_MS))
+          .catch((err: unknown) => {
+            errors.push(err);
+            return false;
+          }),
+      ),
+    );
+    if (errors.length) throw errors[0]; // said once by watch(); the others are retried next round
+    return settled.filter(Boolean).length;
+  }
+
+  private async settleOne(record: EndpointRecord, graceMs: number): Promise<boolean> {
+    const plan = this.plans.get(record.trajectoryId)!;
+    const events = await this.store.events(record.key);
+    const since =
+      [...events]
+        .reverse()
+        .find((e) => e.toState === 'IN_DOUBT')
+        ?.at.getTime() ?? 0;
+    if (Date.now() - since < graceMs) return false;
+    if (this.holderMayStillAct(events, record.generation)) return false;
+    const uid = uidOfArgs(record.args);
+    if (!uid) return false;
+    const present = effectPresent(plan.workspace, uid);
+    const verdict = present ? 'applied' : 'not_applied';
+    const resolution = await resolveCall(this.settle, this.store, {
+      key: record.key,
+      verdict,
+      operator: 'chaos-sre',
+      reason: `${uid} is ${present ? '' : 'not '}in the workspace files; its executor is gone`,
+      // The facts above are about this generation's execution: never settle a later one with them.
+      generation: record.generation,
+    });
+    this.actions.push({ key: record.key, tool: record.tool, verdict, path: resolution.path, at: Date.now() });
+    return resolution.path !== 'none';
   }
 
   /** The executor of the doubtful generation is alive (running or paused): it may still act, or record what it did. */

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { SettleClient } from '../../client/index';
 import { handOverWorkspace } from '../../activities/tools/sandbox-identity';
+import { SA_PENDING_APPROVALS } from '../../workflows/search-attributes';
 import { callsQuery, type CallReport, type ProposedCall, type ScriptedTurn, type TrajectoryResult } from '../../workflows/definitions';
 
 export type EffectTool = 'file_edit' | 'bash_execute';
@@ -259,26 +260,58 @@ async function script(settle: SettleClient, plan: TrajectoryPlan, report: Trajec
   report.outcome = 'completed';
 }
 
-/** Grants every approval the A3 trajectories wait for, until `done` resolves. */
-export async function approveWhileRunning(settle: SettleClient, plans: TrajectoryPlan[], done: Promise<unknown>): Promise<number> {
+/**
+ * Grants every approval the A3 trajectories wait for, until `done` resolves — as approvers on
+ * duty would: each trajectory on its own, concurrently. Who waits comes from visibility (the
+ * SettlePendingApprovals search attribute: no worker needed); each such trajectory is then asked
+ * for its calls and approved in a task of its own. Every request has its own deadline
+ * (`requestMs`): a query to a trajectory whose worker was just killed may hang until the server
+ * gives up on that worker, and must hold up neither the next round for it nor anyone else.
+ */
+export async function approveWhileRunning(
+  settle: SettleClient,
+  plans: TrajectoryPlan[],
+  done: Promise<unknown>,
+  options: { requestMs?: number; intervalMs?: number } = {},
+): Promise<number> {
+  const a3 = new Set(plans.filter((p) => p.level === 'A3').map((p) => p.id));
+  if (a3.size === 0) return 0;
+  const requestMs = options.requestMs ?? 5_000;
   let finished = false;
   void done.finally(() => (finished = true));
+  const bounded = <T>(fn: () => Promise<T>) => settle.client.connection.withDeadline(Date.now() + requestMs, fn);
   const approved = new Set<string>();
-  const a3 = plans.filter((p) => p.level === 'A3');
-  while (!finished && a3.length > 0) {
-    for (const plan of a3) {
-      try {
-        const calls = await settle.handle(plan.id).query(callsQuery);
-        for (const c of calls) {
-          if (c.resolution !== 'awaiting_approval' || !c.key || approved.has(c.key)) continue;
-          await settle.approve(plan.id, c.key, 'chaos-approver', 'approve', 'chaos workload');
-          approved.add(c.key);
-        }
-      } catch {
-        // Not started yet, closed, or Temporal restarting: try again next round.
-      }
+  const busy = new Map<string, Promise<void>>();
+  const approveWaiting = async (id: string) => {
+    try {
+      const calls = await bounded(() => settle.handle(id).query(callsQuery));
+      await Promise.all(
+        calls
+          .filter((c) => c.resolution === 'awaiting_approval' && c.key && !approved.has(c.key))
+          .map(async (c) => {
+            await bounded(() => settle.approve(id, c.key!, 'chaos-approver', 'approve', 'chaos workload'));
+            approved.add(c.key!);
+          }),
+      );
+    } catch {
+      // A request past its deadline, a closed trajectory, Temporal restarting: next round.
     }
-    await new Promise((r) => setTimeout(r, 300));
+  };
+  const query = `${SA_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"`;
+  while (!finished) {
+    const waiting: string[] = [];
+    await bounded(async () => {
+      for await (const w of settle.client.workflow.list({ query })) if (a3.has(w.workflowId)) waiting.push(w.workflowId);
+    }).catch(() => {}); // Temporal restarting: next round
+    for (const id of waiting) {
+      if (busy.has(id)) continue;
+      busy.set(
+        id,
+        approveWaiting(id).finally(() => busy.delete(id)),
+      );
+    }
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 300));
   }
+  await Promise.all(busy.values());
   return approved.size;
 }

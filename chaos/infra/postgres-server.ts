@@ -60,6 +60,11 @@ export class PostgresServer {
     await admin.query(`create database ${DATABASE}`);
     await admin.end();
     await migrateToLatest(server.url);
+    const db = new pg.Client({ connectionString: server.url });
+    db.on('error', () => {});
+    await db.connect();
+    await db.query('create extension if not exists pg_stat_statements');
+    await db.end();
     return server;
   }
 
@@ -70,7 +75,11 @@ export class PostgresServer {
   /** Starts the server (after a stop or crash: same port, same data; a crash means WAL recovery). */
   async start(): Promise<void> {
     if (this.process) return;
-    const child = spawn(this.binary, ['-D', this.dataDir, '-p', String(this.port), '-c', 'listen_addresses=127.0.0.1'], {
+    // pg_stat_statements counts every statement exactly (the lease renewals among them: see
+    // renewalStatements); its counts survive a fast shutdown, not a crash.
+    const args = ['-D', this.dataDir, '-p', String(this.port), '-c', 'listen_addresses=127.0.0.1'];
+    args.push('-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.max=1000');
+    const child = spawn(this.binary, args, {
       detached: true, // own process group: crash() kills postmaster and backends together
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, LC_MESSAGES: 'C' },

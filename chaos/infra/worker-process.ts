@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 
+const READY = /settle worker: .*queue=/;
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
 
 export interface WorkerProcessOptions {
@@ -31,6 +32,7 @@ export class WorkerProcess {
   readonly pid: number;
   readonly exited: Promise<Exit>;
   private out = '';
+  private polling = false;
 
   private constructor(
     readonly child: ChildProcess,
@@ -39,6 +41,8 @@ export class WorkerProcess {
     this.pid = child.pid!;
     const collect = (b: Buffer) => {
       this.out = (this.out + b.toString()).slice(-maxOutput);
+      // Remembered: the settings line may later scroll out of the kept output.
+      if (!this.polling && READY.test(this.out)) this.polling = true;
     };
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
@@ -86,10 +90,15 @@ export class WorkerProcess {
     }
   }
 
+  /** True once the worker polls its task queue (it printed its settings line). */
+  get isReady(): boolean {
+    return this.polling;
+  }
+
   /** Resolves when the worker polls its task queue (it prints its settings line then). */
   async ready(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (!/settle worker: .*queue=/.test(this.out)) {
+    while (!this.polling) {
       if (!this.alive) throw new Error(`worker ${this.pid} exited before it was ready:\n${this.out}`);
       if (Date.now() > deadline) throw new Error(`worker ${this.pid} not ready after ${timeoutMs} ms:\n${this.out}`);
       await new Promise((r) => setTimeout(r, 50));
