@@ -6,6 +6,7 @@
 import type { LogLevel } from '@temporalio/worker';
 import { collectMetrics } from '../activities/observability/metrics';
 import { jsonLine, logCallEvents } from '../activities/observability/log';
+import { writeStdoutLine } from '../activities/observability/stdout-lines';
 import type { TemporalTarget } from '../client/connection';
 import { freePort } from '../stack/ports';
 import { metricsPortFromEnv, startMetricsServer } from './metrics-server';
@@ -31,7 +32,7 @@ export async function startObservability(options: {
     jsonLogs: true,
     ...(temporalPort !== null ? { metricsBindAddress: `127.0.0.1:${temporalPort}` } : {}),
   });
-  const log: Observability['log'] = (level, msg, fields = {}) => process.stdout.write(jsonLine(level, msg, fields) + '\n');
+  const log: Observability['log'] = (level, msg, fields = {}) => writeStdoutLine(jsonLine(level, msg, fields));
   if (!fresh && port !== null) log('warn', "Temporal's runtime was installed earlier in this process: its metrics are not exported");
   const stopLogs = logCallEvents();
   const server =

@@ -5,6 +5,7 @@
  */
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { jsonLine } from '../activities/observability/log';
+import { writeStdoutLine } from '../activities/observability/stdout-lines';
 import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 
 let installed = false;
@@ -21,7 +22,7 @@ export function installRuntime(level: LogLevel = 'WARN', options: RuntimeOptions
   installed = true;
   const logger = options.jsonLogs
     ? new DefaultLogger(level, (entry) => {
-        process.stdout.write(jsonLine(entry.level.toLowerCase(), entry.message, { source: 'temporal', ...entry.meta }) + '\n');
+        writeStdoutLine(jsonLine(entry.level.toLowerCase(), entry.message, { source: 'temporal', ...entry.meta }));
       })
     : new DefaultLogger(level);
   // A service of the worker's own: never reachable through a sandbox's egress proxy.

@@ -4,6 +4,7 @@
  * whole story of a call across workers.
  */
 import { onCallEvent, type CallEvent } from './events';
+import { writeStdoutLine } from './stdout-lines';
 
 export type LogWriter = (line: string) => void;
 
@@ -27,7 +28,7 @@ const LEVEL: Record<CallEvent['event'], string> = {
 };
 
 /** Writes every call event as a JSON line. Returns the unsubscribe function. */
-export function logCallEvents(write: LogWriter = (l) => process.stdout.write(l + '\n')): () => void {
+export function logCallEvents(write: LogWriter = writeStdoutLine): () => void {
   return onCallEvent((e) => {
     const { event, ...fields } = e;
     write(jsonLine(LEVEL[event], `call ${event}`, { event, ...fields }));
