@@ -18,6 +18,9 @@ import { PRELOAD_MODULES, WORKFLOWS_PATH } from './workflow-bundle';
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export { WORKFLOWS_PATH } from './workflow-bundle';
 
+/** How long one workflow activation may run (wall clock) before the SDK aborts it: see createSettleWorker. */
+export const ISOLATE_EXECUTION_TIMEOUT = '2 minutes';
+
 export interface SettleWorkerOptions {
   /**
    * Overrides on top of the standard Temporal configuration (client/connection.ts: envconfig
@@ -73,7 +76,9 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   registerWorkerServiceUrl(options.databaseUrl, 5432);
   registerWorkerServiceUrl(`temporal://${target.connectionOptions.address}`, 7233);
   const connection = await NativeConnection.connect(target.connectionOptions);
-  const workerOptions: WorkerOptions = {
+  // `isolateExecutionTimeout` is read by the SDK (1.24: its defaults are spread under the options)
+  // but not in its public type: see the comment where it is set.
+  const workerOptions: WorkerOptions & { isolateExecutionTimeout: string } = {
     connection,
     namespace: target.namespace,
     taskQueue: target.taskQueue,
@@ -81,6 +86,13 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     // A workflow cached on a worker that died waits this long before another worker takes its next
     // task (default 10 s): part of every recovery from a dead worker.
     stickyQueueScheduleToStartTimeout: '2 seconds',
+    // The SDK bounds each workflow activation with a wall-clock vm timeout (default 5 s). A worker
+    // paused past it mid-activation (SIGSTOP, a frozen VM, a starved host) has the timeout fire on
+    // resume, and Node then aborts the process: "async hook stack has become corrupted"
+    // (nodejs/node#38503, temporalio/sdk-typescript#939), seen in `npm run chaos` zombie scenarios.
+    // settle's workflow code is bounded (its inputs are size-limited), so a long bound costs nothing;
+    // test/e2e/worker-options.test.ts checks the SDK still honours it.
+    isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT,
     activities: createActivities({
       store: new EndpointStore(db),
       identity,
