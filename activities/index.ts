@@ -226,6 +226,7 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
           },
           ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
           ...(input.countProposal ? { countProposal: true } : {}),
+          retried: ctx.info.attempt > 1,
         },
       ).then((outcome) => {
         const labelled = boundOutcome(outcome);

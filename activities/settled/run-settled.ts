@@ -7,7 +7,7 @@
  * `heartbeat` callback, tests can drive it directly against Postgres.
  */
 import type { Actor, CallOutcome, ProbeVerdict } from '../../core/records';
-import type { ClaimRequest, EndpointRecord, EndpointStore } from '../store/endpoint-store';
+import type { ClaimRequest, ClaimResult, EndpointRecord, EndpointStore } from '../store/endpoint-store';
 import { isTransientDatabaseError } from '../store/database';
 import { failpoint } from '../failpoints';
 import { emitCallEvent, type CallRef } from '../observability/events';
@@ -35,6 +35,8 @@ export interface RunOptions {
   marginMs?: number;
   /** Count the call as a valid proposal (settle_tool_calls) in the claim statement. */
   countProposal?: boolean;
+  /** Temporal retried this attempt (the previous one never reported): see PrepareContext. */
+  retried?: boolean;
 }
 
 export async function runSettled<Args, Intent, Result>(
@@ -50,12 +52,22 @@ export async function runSettled<Args, Intent, Result>(
   // tool re-checks the planned pre-state right before its effect (SettledTool.plan).
   let plan: Plan<Intent, Result> | { kind: 'failed'; detail: string };
   try {
-    plan = await tool.plan(call.args, env);
+    plan = await tool.plan(call.args, env, { key: call.key });
   } catch (err) {
     // Planning is read-only: whatever went wrong, nothing was touched.
     plan = { kind: 'failed', detail: `planning failed before any effect: ${message(err)}` };
   }
   await failpoint('settled.before_intent');
+  // What has no effect starts now and overlaps the claim's commit (SettledTool.prepare); it is
+  // applied only if the claim is won, and discarded on every other path, a thrown claim included.
+  const preparing =
+    plan.kind === 'proceed' && tool.prepare
+      ? settle(tool.prepare(call.args, plan.intent, env, { key: call.key, retried: options.retried ?? false }))
+      : null;
+  const discard = async () => {
+    const prepared = await preparing;
+    if (prepared?.ok) await prepared.value.discard().catch(() => undefined);
+  };
   let claimSentAt = performance.now();
   const claimOptions = {
     leaseMs: options.leaseMs,
@@ -64,16 +76,23 @@ export async function runSettled<Args, Intent, Result>(
     ...(plan.kind === 'proceed' ? { intent: plan.intent } : {}),
     ...(options.countProposal ? { countProposal: true } : {}),
   };
-  let claim = await store.claim(call, claimOptions);
-  if (claim.kind === 'busy') {
-    // Its holder may have died (this attempt is often Temporal's retry after a missed heartbeat):
-    // its lease lapses within one lease unless renewed. Wait for that here and claim once more,
-    // rather than answer busy and have the workflow come back after the lapse (a workflow task,
-    // a timer and a new activity later). A live holder renews meanwhile: busy again, one claim spent.
-    await untilLapse(claim.leaseUntil, options);
-    claimSentAt = performance.now();
-    claim = await store.claim(call, claimOptions); // a proposal is counted once whatever the claims
+  let claim: ClaimResult;
+  try {
+    claim = await store.claim(call, claimOptions);
+    if (claim.kind === 'busy') {
+      // Its holder may have died (this attempt is often Temporal's retry after a missed heartbeat):
+      // its lease lapses within one lease unless renewed. Wait for that here and claim once more,
+      // rather than answer busy and have the workflow come back after the lapse (a workflow task,
+      // a timer and a new activity later). A live holder renews meanwhile: busy again, one claim spent.
+      await untilLapse(claim.leaseUntil, options);
+      claimSentAt = performance.now();
+      claim = await store.claim(call, claimOptions); // a proposal is counted once whatever the claims
+    }
+  } catch (err) {
+    await discard();
+    throw err;
   }
+  if (claim.kind !== 'claimed') await discard();
   const ref: CallRef = { trajectoryId: call.trajectoryId, turn: call.turn, callId: call.callId, key: call.key, tool: call.tool };
   switch (claim.kind) {
     case 'completed':
@@ -106,6 +125,11 @@ export async function runSettled<Args, Intent, Result>(
   // exception unless the exception proves there was no effect.
   if (plan.kind === 'failed') return release(store, durable, ref, generation, plan.detail, actor);
   if (plan.kind === 'answer') return finish(store, durable, ref, generation, plan.result, actor);
+  const prepared = await preparing;
+  if (prepared && !prepared.ok) {
+    // A prepare that fails has had no effect (SettledTool.prepare): nothing to settle but the release.
+    return release(store, durable, ref, generation, `could not prepare the effect, nothing touched: ${message(prepared.error)}`, actor);
+  }
   await failpoint('settled.after_claim');
 
   const lease = new LeaseKeeper(store, ref, generation, options, claimSentAt);
@@ -117,11 +141,8 @@ export async function runSettled<Args, Intent, Result>(
     });
   let result: Result;
   try {
-    result = await tool.execute(call.args, intent, env, {
-      key: call.key,
-      generation,
-      assertLeaseHeld: () => lease.assertHeld(),
-    });
+    const ctx = { key: call.key, generation, assertLeaseHeld: () => lease.assertHeld() };
+    result = prepared ? await prepared.value.apply(ctx) : await tool.execute(call.args, intent, env, ctx);
   } catch (err) {
     lease.stop();
     if (err instanceof NoEffect) {
@@ -337,6 +358,14 @@ class LeaseKeeper {
   stop(): void {
     clearInterval(this.timer);
   }
+}
+
+/** A promise's outcome as a value, so it can wait unobserved while the claim runs (no unhandled rejection). */
+function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
 }
 
 function message(err: unknown): string {

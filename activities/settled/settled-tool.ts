@@ -41,12 +41,21 @@ export interface SettledTool<Args, Intent, Result> {
    * compares the file's hash with `sha256_before` right before the rename) and throw NoEffect
    * when it no longer holds.
    */
-  plan(args: Args, env: ToolEnv): Promise<Plan<Intent, Result>>;
+  plan(args: Args, env: ToolEnv, at?: { key: string }): Promise<Plan<Intent, Result>>;
   /**
    * Performs the effect. Throw NoEffect only when it is certain nothing happened; any other
    * exception leaves the call IN_DOUBT.
    */
   execute(args: Args, intent: Intent, env: ToolEnv, ctx: ExecutionContext): Promise<Result>;
+  /**
+   * Optional: the part of `execute` that has no effect, started while the claim's statement
+   * commits rather than after it (file_edit writes and syncs the new content to the intent's
+   * temporary file: the effect is only the rename). The executor then applies the prepared
+   * effect if it won the claim, and discards it otherwise. Anything prepare makes must be
+   * something the probe of the recorded intent withdraws (a fence), and a prepare that fails
+   * has, by this contract, had no effect: the call is released.
+   */
+  prepare?(args: Args, intent: Intent, env: ToolEnv, at: PrepareContext): Promise<PreparedEffect<Result>>;
   /**
    * Repeatable: did the recorded intent take effect? Changes nothing the call was about, but may
    * fence a prepared effect that has not happened (so a paused executor cannot apply it after a
@@ -58,6 +67,24 @@ export interface SettledTool<Args, Intent, Result> {
    * released); the tool may drop what it kept for a probe. Never called after a probe's verdict.
    */
   afterSettled?(args: Args, intent: Intent, at: CallGeneration): Promise<void>;
+}
+
+/** Who prepares: the call, and whether an earlier attempt of this execution may have died mid-way. */
+export interface PrepareContext {
+  key: string;
+  /**
+   * Temporal retried this activity (its previous attempt did not report: a dead worker, a missed
+   * heartbeat): what that attempt prepared, and never claimed, may still lie around.
+   */
+  retried: boolean;
+}
+
+/** An effect prepared but not yet applied (SettledTool.prepare). */
+export interface PreparedEffect<Result> {
+  /** Performs the effect: same contract as `execute` (check the lease right before it; NoEffect only when certain). */
+  apply(ctx: ExecutionContext): Promise<Result>;
+  /** The claim was not won, or failed: remove what was prepared. Never after `apply`. */
+  discard(): Promise<void>;
 }
 
 /** One execution of one call: the probe's and the clean-up's address. */

@@ -87,6 +87,8 @@ export async function readCheckedFile(real: string, via: string = real): Promise
 export interface CheckedDirectory {
   real: string;
   at(name: string): string;
+  /** The names in the held directory. */
+  list(): Promise<string[]>;
   /** Throws PathChanged unless the held directory is still at its checked real path. */
   assertStillAt(): Promise<void>;
   close(): Promise<void>;
@@ -114,6 +116,7 @@ export async function openCheckedDirectory(real: string): Promise<CheckedDirecto
       if (name.includes('/') || name === '.' || name === '..') throw new Error(`not a plain file name: ${name}`);
       return `${base}/${name}`;
     },
+    list: () => fs.readdir(base),
     assertStillAt: () => assertOpened(handle, real),
     close: () => handle.close(),
   };

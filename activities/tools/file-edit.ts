@@ -20,7 +20,15 @@ import { resolveForTool } from '../workspace';
 import { openCheckedDirectory, openCheckedFile, PathChanged, splitReal, type CheckedDirectory } from './checked-open';
 import { MAX_TEXT_FILE_BYTES } from './text-files';
 import { failpoint } from '../failpoints';
-import { NoEffect, type ExecutionContext, type Plan, type SettledTool, type ToolEnv } from '../settled/settled-tool';
+import {
+  NoEffect,
+  type ExecutionContext,
+  type Plan,
+  type PrepareContext,
+  type PreparedEffect,
+  type SettledTool,
+  type ToolEnv,
+} from '../settled/settled-tool';
 
 /** Test hooks around the rename that is the effect (in-process counterparts of the failpoints). */
 export const fileEditHooks: {
@@ -33,7 +41,7 @@ export const fileEditHooks: {
 export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = {
   name: FILE_EDIT,
 
-  async plan(args, env): Promise<Plan<FileEditIntent, Observation>> {
+  async plan(args, env, at): Promise<Plan<FileEditIntent, Observation>> {
     const resolved = await resolveForTool(env.workspace, args.path);
     if ('refusal' in resolved) return { kind: 'answer', result: resolved.refusal };
     const real = resolved.path;
@@ -61,8 +69,9 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
       return { kind: 'answer', result: matchError(args, matches) };
     }
     const after = replace(before, args);
-    // Named per execution, so a probe can find it (and withdraw it) from the intent alone.
-    const tmp_path = path.join(path.dirname(real), `.${path.basename(real)}.settle-${crypto.randomUUID().slice(0, 13)}.tmp`);
+    // Named per execution, so a probe can find it (and withdraw it) from the intent alone; and
+    // after the call, so a retried attempt can withdraw one its dead predecessor never recorded.
+    const tmp_path = path.join(path.dirname(real), tmpName(path.basename(real), at?.key));
     // The intent names the real file: the one the execution opens, proves and writes.
     return {
       kind: 'proceed',
@@ -70,77 +79,12 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     };
   },
 
-  async execute(args, intent, _env: ToolEnv, ctx: ExecutionContext): Promise<Observation> {
-    const { dir: realDir, name } = splitReal(intent.path);
-    const tmpReal = intent.tmp_path ?? path.join(realDir, `.${name}.settle-${ctx.generation}-${process.pid}.tmp`);
-    if (path.dirname(tmpReal) !== realDir)
-      throw new NoEffect(`the intent's temporary file ${tmpReal} is not beside ${intent.path}; not writing`);
-    // Every read and write below goes through this descriptor, proved to be the checked
-    // directory: a component swapped for a symlink meanwhile cannot redirect the edit.
-    let dir: CheckedDirectory;
-    try {
-      dir = await openCheckedDirectory(realDir);
-    } catch (err) {
-      throw new NoEffect(`${args.path}: ${(err as Error).message}; not writing`);
-    }
-    const target = dir.at(name);
-    const tmp = dir.at(path.basename(tmpReal));
-    try {
-      try {
-        const current = await readCheckedWithMode(intent.path, target);
-        if (current === 'too_large') throw new NoEffect(`${args.path} grew over the 5 MiB limit of file_edit; not writing`);
-        if (current === null || sha256(current.bytes.toString('utf8')) !== intent.sha256_before) {
-          // Changed since the intent was recorded; nothing written yet.
-          throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
-        }
-        const next = replace(current.bytes.toString('utf8'), args);
-        const handle = await fs.open(tmp, 'wx', current.mode & 0o7777);
-        try {
-          await handle.writeFile(next);
-          // A root worker keeps the file's owner, so the (unprivileged) sandbox user can still write it.
-          if (process.getuid?.() === 0) await handle.chown(current.uid, current.gid);
-          await handle.chmod(current.mode & 0o7777); // umask may have narrowed the mode at open (and chown clears set-id bits)
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-        await fileEditHooks.beforeRename?.(tmpReal, intent.path);
-        await failpoint('file_edit.before_rename');
-        // Compare-and-swap as far as a file system allows: the pre-state must still hold, the
-        // directory must still be the checked one, and so must our lease, right before the rename
-        // that is the effect.
-        const latest = await readCheckedWithMode(intent.path, target);
-        if (latest === null || latest === 'too_large' || sha256(latest.bytes.toString('utf8')) !== intent.sha256_before) {
-          throw new NoEffect(`${args.path} changed while the edit was prepared; not writing`);
-        }
-        await dir.assertStillAt();
-        ctx.assertLeaseHeld();
-      } catch (err) {
-        await fs.rm(tmp, { force: true });
-        // Only the rename below changes the target: whatever failed before it (permissions, a full
-        // disk, a lost lease, a swapped path) provably had no effect.
-        if (err instanceof NoEffect) throw err;
-        throw new NoEffect(`could not prepare the edit of ${args.path}, file not touched: ${(err as Error).message}`);
-      }
-      await fileEditHooks.afterLeaseCheck?.(tmpReal, intent.path);
-      await failpoint('file_edit.after_lease_check');
-      try {
-        await fs.rename(tmp, target);
-      } catch (err) {
-        // The prepared file is gone: a probe withdrew it (this executor was paused past its lease
-        // after the check above) and settled the call without us. Nothing was written.
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-          throw new NoEffect(`the prepared edit of ${args.path} was withdrawn by a probe while this executor was paused; not written`);
-        }
-        throw err;
-      }
-    } finally {
-      await dir.close();
-    }
-    await fileEditHooks.afterRename?.(intent.path);
-    await failpoint('file_edit.after_rename');
-    return resultFor(args, intent);
+  async execute(args, intent, env: ToolEnv, ctx: ExecutionContext): Promise<Observation> {
+    return (await prepareEdit(args, intent, { key: ctx.key, retried: false })).apply(ctx);
   },
+
+  // Writing and syncing the temporary file has no effect on the target: it may overlap the claim.
+  prepare: (args, intent, _env, at) => prepareEdit(args, intent, at),
 
   async probe(args, intent): Promise<ProbeVerdict<Observation>> {
     // Fence first: withdraw the prepared file, so an executor paused between its lease check and
@@ -170,6 +114,121 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     };
   },
 };
+
+/**
+ * Prepares the edit — the target's pre-state checked, the new content written and synced to the
+ * intent's temporary file beside it — and returns the rename that is the effect. Nothing here
+ * changes the target: every failure is NoEffect, and the temporary file is removed.
+ */
+async function prepareEdit(args: FileEditArgs, intent: FileEditIntent, at: PrepareContext): Promise<PreparedEffect<Observation>> {
+  const { dir: realDir, name } = splitReal(intent.path);
+  const tmpReal = intent.tmp_path ?? path.join(realDir, `.${name}.settle-${process.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`);
+  if (path.dirname(tmpReal) !== realDir)
+    throw new NoEffect(`the intent's temporary file ${tmpReal} is not beside ${intent.path}; not writing`);
+  // Every read and write below goes through this descriptor, proved to be the checked
+  // directory: a component swapped for a symlink meanwhile cannot redirect the edit.
+  let dir: CheckedDirectory;
+  try {
+    dir = await openCheckedDirectory(realDir);
+  } catch (err) {
+    throw new NoEffect(`${args.path}: ${(err as Error).message}; not writing`);
+  }
+  const target = dir.at(name);
+  const tmp = dir.at(path.basename(tmpReal));
+  /** Before the rename, whatever failed (permissions, a full disk, a lost lease, a swapped path) provably had no effect. */
+  const abandon = async (err: unknown): Promise<never> => {
+    await fs.rm(tmp, { force: true });
+    await dir.close();
+    if (err instanceof NoEffect) throw err;
+    throw new NoEffect(`could not prepare the edit of ${args.path}, file not touched: ${(err as Error).message}`);
+  };
+  try {
+    if (at.retried) await withdrawUnrecorded(dir, name, at.key, path.basename(tmpReal));
+    const current = await readCheckedWithMode(intent.path, target);
+    if (current === 'too_large') throw new NoEffect(`${args.path} grew over the 5 MiB limit of file_edit; not writing`);
+    if (current === null || sha256(current.bytes.toString('utf8')) !== intent.sha256_before) {
+      // Changed since the intent was planned; nothing written yet.
+      throw new NoEffect(`${args.path} changed after its intent was recorded; not writing`);
+    }
+    const next = replace(current.bytes.toString('utf8'), args);
+    const handle = await fs.open(tmp, 'wx', current.mode & 0o7777);
+    try {
+      await handle.writeFile(next);
+      // A root worker keeps the file's owner, so the (unprivileged) sandbox user can still write it.
+      if (process.getuid?.() === 0) await handle.chown(current.uid, current.gid);
+      await handle.chmod(current.mode & 0o7777); // umask may have narrowed the mode at open (and chown clears set-id bits)
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    return abandon(err);
+  }
+  return {
+    discard: async () => {
+      await fs.rm(tmp, { force: true }).finally(() => dir.close());
+    },
+    apply: async (ctx) => {
+      try {
+        await fileEditHooks.beforeRename?.(tmpReal, intent.path);
+        await failpoint('file_edit.before_rename');
+        // Compare-and-swap as far as a file system allows: the pre-state must still hold, the
+        // directory must still be the checked one, and so must our lease, right before the rename
+        // that is the effect.
+        const latest = await readCheckedWithMode(intent.path, target);
+        if (latest === null || latest === 'too_large' || sha256(latest.bytes.toString('utf8')) !== intent.sha256_before) {
+          throw new NoEffect(`${args.path} changed while the edit was prepared; not writing`);
+        }
+        await dir.assertStillAt();
+        ctx.assertLeaseHeld();
+      } catch (err) {
+        return abandon(err);
+      }
+      try {
+        await fileEditHooks.afterLeaseCheck?.(tmpReal, intent.path);
+        await failpoint('file_edit.after_lease_check');
+        try {
+          await fs.rename(tmp, target);
+        } catch (err) {
+          // The prepared file is gone: a probe withdrew it (this executor was paused past its lease
+          // after the check above) and settled the call without us. Nothing was written.
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+            throw new NoEffect(`the prepared edit of ${args.path} was withdrawn by a probe while this executor was paused; not written`);
+          }
+          throw err;
+        }
+      } finally {
+        await dir.close();
+      }
+      await fileEditHooks.afterRename?.(intent.path);
+      await failpoint('file_edit.after_rename');
+      return resultFor(args, intent);
+    },
+  };
+}
+
+/** `.notes.txt.settle-<key prefix>-<random>.tmp`: unique per execution, and found by the call's key. */
+function tmpName(base: string, key: string | undefined): string {
+  const unique = crypto.randomUUID().replaceAll('-', '').slice(0, 12);
+  return key ? `${tmpPrefix(base, key)}${unique}.tmp` : `.${base}.settle-${unique}.tmp`;
+}
+
+function tmpPrefix(base: string, key: string): string {
+  return `.${base}.settle-${key.slice(0, 12)}-`;
+}
+
+/**
+ * A retried attempt removes the temporary files earlier attempts of the same call left beside the
+ * target. Removing one is exactly the probe's fence: if its executor still lives, its rename fails
+ * (ENOENT, no effect) and the call is released; if it is dead and never won its claim, the file was
+ * litter no record names.
+ */
+async function withdrawUnrecorded(dir: CheckedDirectory, base: string, key: string, own: string): Promise<void> {
+  const prefix = tmpPrefix(base, key);
+  for (const entry of await dir.list()) {
+    if (entry !== own && entry.startsWith(prefix) && entry.endsWith('.tmp')) await fs.rm(dir.at(entry), { force: true });
+  }
+}
 
 type NotAFile = 'missing' | 'not_a_file';
 

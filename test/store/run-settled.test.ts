@@ -330,6 +330,89 @@ describe('file_edit intent and probe', () => {
     expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
   });
 
+  it('the write is prepared while the claim commits: its temporary file exists before the claim answers, and only the rename follows it', async () => {
+    const { workspace, file } = setup();
+    const call = callFor('file_edit', { path: file, old_str: 'two', new_str: '2', allow_multiple: false });
+    const seen: string[] = [];
+    // The claim statement is held until the prepared file is there: red if the write waited for the claim.
+    const holding = new EndpointStore(db);
+    const claim = holding.claim.bind(holding);
+    holding.claim = async (request, options) => {
+      for (let i = 0; i < 200 && !fs.readdirSync(workspace).some((n) => n.endsWith('.tmp')); i++)
+        await new Promise((r) => setTimeout(r, 5));
+      seen.push(...fs.readdirSync(workspace).filter((n) => n.endsWith('.tmp')));
+      return claim(request, options);
+    };
+    const outcome = await runSettled(holding, fileEdit, call, { workspace }, run);
+    expect(outcome).toMatchObject({ kind: 'completed', replayed: false });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBe(path.basename(((await store.get(call.key))!.intent as { tmp_path: string }).tmp_path));
+    expect(seen[0]).toContain(call.key.slice(0, 12));
+    expect(fs.readFileSync(file, 'utf8')).toBe('one 2 one\n');
+    expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
+  });
+
+  it('a prepared write whose claim is not won is discarded: a replay and a failed claim leave no temporary file', async () => {
+    const { workspace, file } = setup();
+    const args: FileEditArgs = { path: file, old_str: 'two', new_str: '2', allow_multiple: false };
+    const call = callFor('file_edit', args);
+    expect(await runSettled(store, fileEdit, call, { workspace }, run)).toMatchObject({ kind: 'completed', replayed: false });
+    // The file is back as it was, so the repeat plans (and prepares) the edit again: the claim finds the call completed.
+    fs.writeFileSync(file, 'one two one\n');
+    expect(await runSettled(store, fileEdit, call, { workspace }, run)).toMatchObject({ kind: 'completed', replayed: true });
+    expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
+    expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
+
+    const failing = new EndpointStore(db);
+    failing.claim = async () => {
+      await new Promise((r) => setTimeout(r, 50)); // long enough for the write to be prepared
+      throw new Error('connection terminated unexpectedly');
+    };
+    const other = callFor('file_edit', { ...args, new_str: 'TWO' });
+    await expect(runSettled(failing, fileEdit, other, { workspace }, run)).rejects.toThrow(/connection terminated/);
+    expect(fs.readdirSync(workspace)).toEqual(['f.txt']);
+    expect(await store.get(other.key)).toBeUndefined();
+  });
+
+  it('a prepare that fails releases the call with nothing touched', async () => {
+    const { workspace, file } = setup();
+    const call = callFor('file_edit', { path: file, old_str: 'two', new_str: '2', allow_multiple: false });
+    const failing: typeof fileEdit = {
+      ...fileEdit,
+      prepare: async () => {
+        throw new Error('ENOSPC: no space left on device');
+      },
+    };
+    const outcome = await runSettled(store, failing, call, { workspace }, run);
+    expect(outcome).toMatchObject({
+      kind: 'released',
+      detail: expect.stringMatching(/could not prepare the effect, nothing touched: ENOSPC/),
+    });
+    expect((await store.get(call.key))?.state).toBe('NOT_EXECUTED');
+    expect(fs.readFileSync(file, 'utf8')).toBe('one two one\n');
+  });
+
+  it("a retried attempt withdraws the temporary file its dead predecessor prepared but never recorded (the call's own only)", async () => {
+    const { workspace, file } = setup();
+    const call = callFor('file_edit', { path: file, old_str: 'two', new_str: '2', allow_multiple: false });
+    // What an attempt killed between its write and its claim's commit leaves: a prepared file no record names.
+    const litter = `.f.txt.settle-${call.key.slice(0, 12)}-0123456789ab.tmp`;
+    const foreign = `.f.txt.settle-${'f'.repeat(12)}-0123456789ab.tmp`; // another call's: not ours to touch
+    fs.writeFileSync(path.join(workspace, litter), 'one 2 one\n');
+    fs.writeFileSync(path.join(workspace, foreign), 'other\n');
+    // A first attempt does not look for predecessors (none can have died).
+    const first = { ...call, key: call.key };
+    expect(await runSettled(store, fileEdit, first, { workspace }, { ...run, retried: false })).toMatchObject({ kind: 'completed' });
+    expect(fs.readdirSync(workspace).sort()).toEqual([foreign, litter, 'f.txt'].sort());
+    fs.writeFileSync(file, 'one two one\n');
+    const again = callFor('file_edit', { path: file, old_str: 'two', new_str: '2', allow_multiple: false });
+    fs.renameSync(path.join(workspace, litter), path.join(workspace, `.f.txt.settle-${again.key.slice(0, 12)}-0123456789ab.tmp`));
+    const outcome = await runSettled(store, fileEdit, again, { workspace }, { ...run, retried: true });
+    expect(outcome, JSON.stringify(outcome)).toMatchObject({ kind: 'completed', replayed: false });
+    expect(fs.readdirSync(workspace).sort()).toEqual([foreign, 'f.txt'].sort());
+    expect(fs.readFileSync(file, 'utf8')).toBe('one 2 one\n');
+  });
+
   it('the probe says not applied when the file still has the before-hash', async () => {
     const { workspace, file } = setup();
     const args: FileEditArgs = { path: file, old_str: 'two', new_str: 'TWO', allow_multiple: false };

@@ -97,12 +97,13 @@ describe('a directory swapped for a symlink after the path check (item 6)', () =
 
   it('file_edit: the swap between the recorded intent and the write leaves the outside file untouched and nothing executed', async () => {
     const { ws, outside, swap, file } = layout();
-    // The real file_edit, with the swap done by "another trajectory" right after the intent is recorded.
+    // The real file_edit, with the swap done by "another trajectory" right after the intent is
+    // planned, before anything is written (the executor prepares the write while it claims).
     const racing: SettledTool<FileEditArgs, FileEditIntent, Observation> = {
       ...fileEdit,
-      execute: async (args, intent, env, ctx) => {
+      prepare: async (args, intent, env, at) => {
         swap();
-        return fileEdit.execute(args, intent, env, ctx);
+        return fileEdit.prepare!(args, intent, env, at);
       },
     };
     const args: FileEditArgs = { path: file, old_str: 'inside', new_str: 'pwned', allow_multiple: false };
