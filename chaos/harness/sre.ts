@@ -1,6 +1,7 @@
 /**
  * The on-call SRE of the chaos suite: settles IN_DOUBT calls that settle could not settle itself
- * (shell commands whose executor died), from the facts — the effect's line in the workspace's
+ * (shell commands whose executor died; a probeable call only if its probe has not settled it in a
+ * minute), from the facts — the effect's line in the workspace's
  * files — exactly as a person would with `settle resolve`. A careful SRE settles a call only when
  * its executor is gone (a paused or still-running executor may yet act or record its outcome)
  * and settle had a few seconds to settle it by itself.
@@ -11,6 +12,8 @@ import { resolveCall } from '../../cli/resolve-call';
 import type { Cluster } from './cluster';
 import { effectPresent } from './effects';
 import { uidOfArgs, type TrajectoryPlan } from './workload';
+import { declaresProbe } from '../../core/tools/catalog';
+import { callsQuery } from '../../workflows/definitions';
 
 export interface OperatorAction {
   key: string;
@@ -21,6 +24,13 @@ export interface OperatorAction {
 }
 
 const GRACE_MS = 3_000;
+/**
+ * A call whose tool declares a probe is settle's to settle: its workflow probes once it learns of
+ * the doubt, which after a dead worker can take a workflow-task timeout (10 s) and a retry. The
+ * SRE steps in once that probe has looked and could not tell, or if it has not looked in this long
+ * (a person paged for a stuck call).
+ */
+const PROBEABLE_GRACE_MS = 60_000;
 /** How long one record's settlement may take (Temporal requests included) before the next round tries again. */
 const RECORD_DEADLINE_MS = 10_000;
 
@@ -85,6 +95,9 @@ export class Sre {
         .find((e) => e.toState === 'IN_DOUBT')
         ?.at.getTime() ?? 0;
     if (Date.now() - since < graceMs) return false;
+    // The last look after the workload (graceMs 0) settles these too: no probe will come any more.
+    const probeable = graceMs > 0 && declaresProbe(record.tool, record.args as Record<string, unknown>);
+    if (probeable && Date.now() - since < PROBEABLE_GRACE_MS && !(await this.probedYet(record))) return false;
     if (this.holderMayStillAct(events, record.generation)) return false;
     const uid = uidOfArgs(record.args);
     if (!uid) return false;
@@ -100,6 +113,16 @@ export class Sre {
     });
     this.actions.push({ key: record.key, tool: record.tool, verdict, path: resolution.path, at: Date.now() });
     return resolution.path !== 'none';
+  }
+
+  /** Whether the trajectory's own probe has looked at this call yet (asks the workflow; no answer counts as no). */
+  private async probedYet(record: EndpointRecord): Promise<boolean> {
+    try {
+      const calls = await this.settle.client.workflow.getHandle(record.trajectoryId).query(callsQuery);
+      return calls.some((c) => c.key === record.key && (c.probes ?? 0) > 0);
+    } catch {
+      return false;
+    }
   }
 
   /** The executor of the doubtful generation is alive (running or paused): it may still act, or record what it did. */
