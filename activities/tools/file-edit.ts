@@ -79,7 +79,7 @@ export const fileEdit: SettledTool<FileEditArgs, FileEditIntent, Observation> = 
     };
   },
 
-  async execute(args, intent, env: ToolEnv, ctx: ExecutionContext): Promise<Observation> {
+  async execute(args, intent, _env: ToolEnv, ctx: ExecutionContext): Promise<Observation> {
     return (await prepareEdit(args, intent, { key: ctx.key, retried: false })).apply(ctx);
   },
 
@@ -135,10 +135,11 @@ async function prepareEdit(args: FileEditArgs, intent: FileEditIntent, at: Prepa
   }
   const target = dir.at(name);
   const tmp = dir.at(path.basename(tmpReal));
+  /** Removes the temporary file and lets go of the directory (the directory is closed even if the removal fails). */
+  const withdraw = () => fs.rm(tmp, { force: true }).finally(() => dir.close());
   /** Before the rename, whatever failed (permissions, a full disk, a lost lease, a swapped path) provably had no effect. */
   const abandon = async (err: unknown): Promise<never> => {
-    await fs.rm(tmp, { force: true });
-    await dir.close();
+    await withdraw();
     if (err instanceof NoEffect) throw err;
     throw new NoEffect(`could not prepare the edit of ${args.path}, file not touched: ${(err as Error).message}`);
   };
@@ -165,9 +166,7 @@ async function prepareEdit(args: FileEditArgs, intent: FileEditIntent, at: Prepa
     return abandon(err);
   }
   return {
-    discard: async () => {
-      await fs.rm(tmp, { force: true }).finally(() => dir.close());
-    },
+    discard: withdraw,
     apply: async (ctx) => {
       try {
         await fileEditHooks.beforeRename?.(tmpReal, intent.path);
