@@ -262,11 +262,41 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 const roundObj = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round2(v)]));
 
 /**
- * Side by side, interleaved: each round runs `perRound` trajectories one at a time on each side
- * (alternating which side goes first); a round's figure is its median trajectory wall time.
+ * `pairs` times one settle and one plain trajectory back to back, alternating which goes first.
+ * On a shared host whose speed drifts within seconds (here: 2× between hours, ±20 % between
+ * rounds), both halves of a pair run on the same host; rounds of several trajectories per side
+ * do not.
  */
-export async function endToEnd(b: BenchStack, opts: { rounds: number; perRound: number; log: (l: string) => void }): Promise<Figure[]> {
+async function paired(b: BenchStack, pairs: number): Promise<{ settleMs: number[]; plainMs: number[]; ratios: number[] }> {
+  const ms: Record<Side, number[]> = { settle: [], plain: [] };
+  for (let i = 0; i < pairs; i++) {
+    for (const side of i % 2 === 0 ? (['settle', 'plain'] as const) : (['plain', 'settle'] as const)) {
+      const t0 = performance.now();
+      const handle = await startTrajectory(b, side);
+      checkResult(side, await handle.result());
+      ms[side].push(performance.now() - t0);
+    }
+  }
+  return { settleMs: ms.settle, plainMs: ms.plain, ratios: ms.settle.map((x, i) => x / ms.plain[i]!) };
+}
+
+/**
+ * Side by side, interleaved, twice: `pairs` pairs of one trajectory per side (the ratio: the median
+ * of the pairs' ratios), then `rounds` rounds of `perRound` trajectories one at a time on each side
+ * (alternating which side goes first), which account what each side costs per call (CPU by
+ * process, statements, commits and history need a side to themselves) and give a second ratio,
+ * of the rounds' median trajectory wall times.
+ */
+export async function endToEnd(
+  b: BenchStack,
+  opts: { rounds: number; perRound: number; pairs: number; log: (l: string) => void },
+): Promise<Figure[]> {
   for (const side of ['settle', 'plain'] as const) await phase(b, side, 3, 1); // warm-up
+  const pairs = await paired(b, opts.pairs);
+  const p = spread(pairs.ratios);
+  opts.log(
+    `  e2e ${opts.pairs} pairs: settle ${median(pairs.settleMs).toFixed(0)} ms, plain ${median(pairs.plainMs).toFixed(0)} ms per trajectory, pair ratio ${p.min.toFixed(2)} / ${p.median.toFixed(2)} / ${p.max.toFixed(2)}`,
+  );
   const rounds: { settle: PhaseResult; plain: PhaseResult }[] = [];
   for (let r = 0; r < opts.rounds; r++) {
     const order: Side[] = r % 2 === 0 ? ['settle', 'plain'] : ['plain', 'settle'];
@@ -303,7 +333,7 @@ export async function endToEnd(b: BenchStack, opts: { rounds: number; perRound: 
   };
   const settle = perCall(merge('settle'));
   const plain = perCall(merge('plain'));
-  const ratioMedian = median(settleMs) / median(plainMs);
+  const roundsRatio = median(settleMs) / median(plainMs);
   const s = spread(ratios);
   const breakdown = (x: ReturnType<typeof perCall>) => ({
     historyEventsPerCall: round2(x.historyEvents),
@@ -322,10 +352,15 @@ export async function endToEnd(b: BenchStack, opts: { rounds: number; perRound: 
     {
       group: 'e2e',
       figure: 'settled/plain wall-time ratio',
-      value: round2(ratioMedian),
+      value: round2(p.median),
       unit: '×',
       against: 'plain Temporal workflow, one proxied activity per edit, no endpoint record (bench/plain)',
       detail: {
+        method: 'median of pairs (one trajectory per side, back to back, alternating order)',
+        pairs: opts.pairs,
+        pairRatio: { min: round2(p.min), median: round2(p.median), max: round2(p.max) },
+        pairMedianMs: { settle: round2(median(pairs.settleMs)), plain: round2(median(pairs.plainMs)) },
+        roundsRatio: round2(roundsRatio),
         perRoundRatio: { min: round2(s.min), median: round2(s.median), max: round2(s.max) },
         rounds: opts.rounds,
         trajectoriesPerRoundPerSide: opts.perRound,

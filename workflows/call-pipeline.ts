@@ -64,11 +64,85 @@ interface ValidCall {
 
 /**
  * Where a call comes from: a model or orchestrator (`proposed`: checked against the input
- * contract, counted), or settle itself (`compensation`: built from a validated call).
+ * contract, counted; `checked`: the same, but its envelope already passed that check as part of
+ * the trajectory's input or a runTurn update's validator, so a lean run does not repeat it), or
+ * settle itself (`compensation`: built from a validated call).
  */
-export type CallOrigin = 'proposed' | 'compensation';
+export type CallOrigin = 'proposed' | 'checked' | 'compensation';
 
-export async function runCall(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin = 'proposed'): Promise<CallReport> {
+/**
+ * One call, start to finish; resolves to its report (also pushed to the trajectory's reports).
+ * Runs that recorded PATCH_LEAN_CALLS take the steps below without an await of their own on the
+ * way to the activity; earlier runs replay `runCallAsRecorded`.
+ */
+export function runCall(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin = 'proposed'): Promise<CallReport> {
+  if (!ctx.state.patches.leanCalls) return runCallAsRecorded(ctx, turn, call, origin === 'checked' ? 'proposed' : origin);
+  try {
+    const report = newReport(turn, call);
+    ctx.state.reports.push(report);
+    let valid: ValidCall | ValidSpawn;
+    try {
+      valid = validate(ctx, turn, call, origin);
+    } catch (err) {
+      return rejectInvalid(ctx, report, call, err);
+    }
+    if (valid.tool === SPAWN_SUBAGENT) return runSpawn(ctx, report, call, valid);
+    report.level = valid.level;
+    if (ctx.input.keyMode !== 'hmac') return runValid(ctx, report, call, valid, valid.key);
+    const checked = valid;
+    return finalKey(ctx, turn, call, checked).then((key) => runValid(ctx, report, call, checked, key));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+/**
+ * Steps 2–4 of a lean run for a valid call with its final key. Every promise a workflow creates
+ * costs a stack capture in the SDK's promise hook (source-mapped, ~0.1 ms each): this returns the
+ * step's own promise instead of awaiting it, so a settled call costs its activity's promises and
+ * one more. Under settle-2026-12 the activity counts the proposal (PATCH_COUNT_IN_ACTIVITIES).
+ */
+function runValid(ctx: CallContext, report: CallReport, call: ProposedCall, valid: ValidCall, key: string): Promise<CallReport> {
+  report.key = key;
+  ctx.state.argsByKey.set(key, valid.args);
+  const summary = `${call.tool} ${describeArgs(valid.args)} · key ${key.slice(0, 6)}…`;
+  const denial = precheckCapability(ctx, valid);
+  if (denial) return countProposal(ctx, report.turn, call, null).then(() => deniedByCapability(report, denial.component, denial.reason));
+  const countInActivity = !isCompensationCallId(call.call_id);
+  if (valid.level === 'A0') return runReadOnly(ctx, report, valid, key, summary, countInActivity);
+  if (valid.level === 'A3') return runApproved(ctx, report, call, valid, key, summary, countInActivity);
+  return new SettledCall(ctx, report, key, valid.args, summary, undefined, countInActivity).run();
+}
+
+/** A3 in a lean run: the approval, then the settled execution (or the denial). */
+async function runApproved(
+  ctx: CallContext,
+  report: CallReport,
+  call: ProposedCall,
+  valid: ValidCall,
+  key: string,
+  summary: string,
+  countInActivity: boolean,
+): Promise<CallReport> {
+  const decision = await approvalFor(ctx, report, call, key, valid.args);
+  if (decision?.decision === 'deny') {
+    await countProposal(ctx, report.turn, call, null);
+    return denied(report, decision);
+  }
+  const approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
+  return new SettledCall(ctx, report, key, valid.args, summary, approval, countInActivity).run();
+}
+
+/**
+ * The call pipeline as runs before PATCH_LEAN_CALLS recorded it: the same steps, with the awaits
+ * (and so the promises and their order) those histories replay. Do not change.
+ */
+async function runCallAsRecorded(
+  ctx: CallContext,
+  turn: number,
+  call: ProposedCall,
+  origin: 'proposed' | 'compensation',
+): Promise<CallReport> {
   const report = newReport(turn, call);
   ctx.state.reports.push(report);
 

@@ -8,7 +8,9 @@
  * record its marker). A history without it (recorded before) evaluates each patch as it did.
  *
  * A patch added after settle-2026-12 is NOT implied by it (a history recorded with settle-2026-12
- * but before that patch must replay without it): call `patched()` for it directly.
+ * but before that patch must replay without it): call `patched()` for it directly, or, as
+ * PATCH_LEAN_CALLS does, make it a newer combined patch that implies settle-2026-12 and is asked
+ * first — a new run then still records one marker.
  */
 import { patched } from '@temporalio/workflow';
 
@@ -34,13 +36,25 @@ export const IMPLIED_PATCHES = [
 
 export type ImpliedPatch = (typeof IMPLIED_PATCHES)[number];
 
+/**
+ * Patch id: implies settle-2026-12 (and so every ImpliedPatch), and that the call path awaits
+ * only what it must (call-pipeline.ts runCall, settled-call.ts SettledCall.run): each promise a
+ * workflow creates costs a source-mapped stack capture in the SDK's promise hook, and the same
+ * steps with fewer awaits run in another microtask order than the histories recorded before it.
+ * Asked before settle-2026-12, so a new run records this one marker and never evaluates the other.
+ */
+export const PATCH_LEAN_CALLS = 'settle-2026-12-lean-calls';
+
 /** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
 export class Patches {
-  /** This run recorded (or replays) settle-2026-12. */
+  /** This run recorded (or replays) settle-2026-12, or a patch that implies it. */
   readonly current: boolean;
+  /** This run recorded (or replays) PATCH_LEAN_CALLS. */
+  readonly leanCalls: boolean;
 
   constructor() {
-    this.current = patched(PATCH_SETTLE_2026_12);
+    this.leanCalls = patched(PATCH_LEAN_CALLS);
+    this.current = this.leanCalls || patched(PATCH_SETTLE_2026_12);
   }
 
   /** Whether `id` holds: always under settle-2026-12 (no marker), else `patched(id)` as before. */

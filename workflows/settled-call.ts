@@ -124,9 +124,18 @@ export class SettledCall {
   }
 
   /** Attempts the call until it resolves; the report carries the outcome. */
-  async run(): Promise<void> {
+  async run(): Promise<CallReport> {
+    const lean = this.state.patches.leanCalls;
     while (this.report.resolution === 'pending') {
-      const outcome = await this.attempt();
+      let outcome: CallOutcome<Observation>;
+      if (lean) {
+        // No promise of its own for the in-doubt failure (patches.ts PATCH_LEAN_CALLS).
+        try {
+          outcome = await this.attempt();
+        } catch (err) {
+          outcome = inDoubtOutcome(err);
+        }
+      } else outcome = await this.attempt().catch(inDoubtOutcome);
       switch (outcome.kind) {
         case 'completed':
           this.completed(outcome.result, outcome.replayed);
@@ -147,9 +156,13 @@ export class SettledCall {
       }
     }
     this.state.refresh(`turn ${this.report.turn}: ${this.report.tool} ${this.report.resolution}`);
+    return this.report;
   }
 
-  /** One activity execution: claim → plan → intent → effect → complete, on some worker. */
+  /**
+   * One activity execution: claim → plan → intent → effect → complete, on some worker. An attempt
+   * that ends IN_DOUBT rejects with `SettleInDoubt` (see inDoubtOutcome).
+   */
   private attempt(): Promise<CallOutcome<Observation>> {
     const { input } = this.ctx;
     const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
@@ -188,7 +201,7 @@ export class SettledCall {
         },
       ],
     );
-    return execution.catch(inDoubtOutcome);
+    return execution;
   }
 
   /** What this attempt is, on the timeline: the first run, a run again after NOT_EXECUTED, or a replay of a settled result. */

@@ -177,7 +177,8 @@ function installHandlers(ctx: CallContext): void {
 
 async function runTurn(ctx: CallContext, t: RunTurnInput): Promise<RunTurnResult> {
   const reports: CallReport[] = [];
-  for (const call of t.calls) reports.push(await runCall(ctx, t.turn, call));
+  // The update's validator checked these calls' envelopes (RunTurnInputSchema).
+  for (const call of t.calls) reports.push(await runCall(ctx, t.turn, call, 'checked'));
   ctx.state.turnsDone.add(t.turn);
   // The answer is one payload: the turn's observations share its budget (docs/design.md#history-budget).
   const observations = fitObservations(
@@ -200,7 +201,8 @@ async function driveByScript(ctx: CallContext, input: TrajectoryInput): Promise<
   for (let i = input.carried?.nextScriptedTurn ?? 0; i < turns.length; i++) {
     if (shouldContinueAsNew(input)) await continueWithState(input, ctx.state, { nextScriptedTurn: i });
     const turn = turns[i]!;
-    for (const call of turn.calls) await runCall(ctx, turn.turn, call);
+    // The input check at the start checked these calls' envelopes (TrajectoryInputSchema).
+    for (const call of turn.calls) await runCall(ctx, turn.turn, call, 'checked');
     ctx.state.turnsDone.add(turn.turn);
     ctx.state.compactReports();
   }

@@ -102,7 +102,9 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
   }
 }
 
-async function spawnWorker(script: string, env: NodeJS.ProcessEnv, ready: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
+const TAIL_CHARS = 4_000;
+
+async function spawnWorker(script: string, env: NodeJS.ProcessEnv, readyLine: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
   // BENCH_CPU_PROF_DIR: each worker writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, script)], {
@@ -111,15 +113,26 @@ async function spawnWorker(script: string, env: NodeJS.ProcessEnv, ready: RegExp
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
+  // Only until the worker is ready is its output read for the ready line; after that it is drained
+  // and only a bounded tail is kept (for an error). Appending every log line to one string and
+  // matching a regex over it flattens the whole string per chunk: quadratic CPU in this process,
+  // which shares the cores with the side being measured (the settle worker logs two lines a call).
   let output = '';
+  let ready = false;
+  const take = (b: Buffer) => {
+    output = (output + b.toString()).slice(-TAIL_CHARS);
+  };
   await new Promise<void>((resolve, reject) => {
-    const onData = (b: Buffer) => {
-      output += b.toString();
-      if (ready.test(output)) resolve();
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', (b: Buffer) => (output += b.toString()));
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready: ${output.slice(-2000)}`)));
+    child.stdout.on('data', (b: Buffer) => {
+      if (ready) return;
+      take(b);
+      if (readyLine.test(output)) {
+        ready = true;
+        resolve();
+      }
+    });
+    child.stderr.on('data', take);
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready: ${output}`)));
   });
   return child;
 }

@@ -127,7 +127,7 @@ describe('capabilities in trajectories', () => {
       'SettlePendingApprovals',
       'SettleTrajectoryStatus',
     ]);
-    expect(childHistory.patches).toEqual(['settle-2026-12']);
+    expect(childHistory.patches).toEqual(['settle-2026-12-lean-calls']);
     expect(childHistory.upserts).toEqual([
       ['TemporalChangeVersion'],
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed

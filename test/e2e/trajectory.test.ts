@@ -233,7 +233,7 @@ describe('demo trajectory end to end', () => {
     // client), so the run publishes `running` itself.
     const history = await historyOf(id);
     expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(['core_local_activity']);
-    expect(history.patches).toEqual(['settle-2026-12']);
+    expect(history.patches).toEqual(['settle-2026-12-lean-calls']);
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch (at start)
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // running
@@ -257,7 +257,7 @@ describe('demo trajectory end to end', () => {
     expect(result.calls.map((c) => c.resolution)).toEqual(Array(10).fill('executed'));
     const history = await historyOf(id);
     expect(history.startAttributes).toEqual(['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus']);
-    expect(history.patches).toEqual(['settle-2026-12']);
+    expect(history.patches).toEqual(['settle-2026-12-lean-calls']);
     expect(history.byType.MARKER_RECORDED).toBe(1);
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch
