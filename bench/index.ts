@@ -4,7 +4,7 @@
  * Prints a table and writes bench/results.json. Nothing here is a test: no figure is asserted.
  *
  *   BENCH_ONLY=store,keys,capability,cli,e2e,scale   run a subset
- *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8), BENCH_E2E_PAIRS (default 40)
+ *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8), BENCH_E2E_PAIRS (default 60)
  *   BENCH_SCALE_LEVELS (default 10,100,400)
  *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
  *   BENCH_CPU_PROF_DIR=/dir                           the settle and plain workers write V8 CPU profiles there
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
         await endToEnd(b, {
           rounds: Number(process.env.BENCH_E2E_ROUNDS ?? 5),
           perRound: Number(process.env.BENCH_E2E_PER_ROUND ?? 8),
-          pairs: Number(process.env.BENCH_E2E_PAIRS ?? 40),
+          pairs: Number(process.env.BENCH_E2E_PAIRS ?? 60),
           log,
         }),
       );
