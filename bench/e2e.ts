@@ -66,6 +66,8 @@ function checkResult(side: Side, result: unknown): void {
 
 interface HistoryFacts {
   events: number;
+  /** The history's size as the server stores and ships it: every event protobuf-encoded, bytes. */
+  bytes: number;
   byType: Record<string, number>;
   /** Per call: from the previous call's completion (or the start) to this call's completion, ms. */
   callLatencies: number[];
@@ -108,6 +110,7 @@ async function historyFacts(handle: Handle): Promise<HistoryFacts> {
   }
   return {
     events: events.length,
+    bytes: events.reduce((n, e) => n + temporal.api.history.v1.HistoryEvent.encode(e).finish().length, 0),
     byType,
     callLatencies: latencies,
     firstWorkflowTaskMs: wftFirst,
@@ -245,6 +248,7 @@ function perCall(p: PhaseResult) {
   for (const h of p.history) for (const [k, v] of Object.entries(h.byType)) eventTypes[k] = (eventTypes[k] ?? 0) + v;
   return {
     historyEvents: sum((h) => h.events) / calls,
+    historyBytes: sum((h) => h.bytes) / calls,
     historyEventsPerTrajectory: Object.fromEntries(Object.entries(eventTypes).map(([k, v]) => [k, v / p.trajectories])),
     sqlStatements: Object.values(p.statements).reduce((a, b) => a + b, 0) / calls,
     statementsByKind: Object.fromEntries(Object.entries(p.statements).map(([k, v]) => [k, v / calls])),
@@ -337,6 +341,7 @@ export async function endToEnd(
   const s = spread(ratios);
   const breakdown = (x: ReturnType<typeof perCall>) => ({
     historyEventsPerCall: round2(x.historyEvents),
+    historyBytesPerCall: Math.round(x.historyBytes),
     sqlStatementsPerCall: round2(x.sqlStatements),
     statementsByKindPerCall: roundObj(x.statementsByKind),
     commitsPerCall: round2(x.commits),
