@@ -2,7 +2,10 @@
  * End-to-end and scale benchmarks: trajectories of 10 small file edits through settle
  * (trajectoryWorkflow, one settled `file_edit` per call) against the plain baseline
  * (bench/plain: one proxied activity doing the same atomic edit, no endpoint record), on the same
- * Temporal server and Postgres, each side on its own worker process and task queue.
+ * Temporal server and Postgres, each side on its own worker process and task queue. End to end
+ * also runs a third side, `recorded`: the plain workflow whose activity brackets the edit with a
+ * hand-rolled durable record (two commits, nothing else), which splits settle's overhead into what
+ * any durable record costs on this disk and what settle adds on top.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,7 +19,7 @@ import { rssBytes, treeCpuMs } from './support/proc';
 import { median, quantile, spread } from './support/stats';
 
 export const CALLS_PER_TRAJECTORY = 10;
-type Side = 'settle' | 'plain';
+type Side = 'settle' | 'plain' | 'recorded';
 let seq = 0;
 
 /** A fresh workspace with one file and the 10 edits that each replace one of its lines. */
@@ -44,7 +47,8 @@ async function startTrajectory(b: BenchStack, side: Side) {
     const turns = edits.map((args, i) => ({ turn: i, calls: [{ call_id: `c${i}`, tool: 'file_edit', args }] }));
     return b.client.workflow.start('trajectoryWorkflow', trajectoryStartOptions(b.settleQueue, id, { workspace, turns }));
   }
-  return b.client.workflow.start('plainTrajectory', { taskQueue: b.plainQueue, workflowId: id, args: [{ workspace, edits }] });
+  const workflow = side === 'plain' ? 'plainTrajectory' : 'recordedTrajectory';
+  return b.client.workflow.start(workflow, { taskQueue: b.plainQueue, workflowId: id, args: [{ workspace, edits }] });
 }
 
 type Handle = Awaited<ReturnType<typeof startTrajectory>>;
@@ -59,7 +63,7 @@ function checkResult(side: Side, result: unknown): void {
   } else {
     const r = result as string[];
     if (r.length !== CALLS_PER_TRAJECTORY || !r.every((o) => o.startsWith('replaced 1 block'))) {
-      throw new Error(`plain trajectory: ${JSON.stringify(r)}`);
+      throw new Error(`${side} trajectory: ${JSON.stringify(r)}`);
     }
   }
 }
@@ -164,6 +168,8 @@ function label(sql: string): string {
   if (/"complete"|'COMPLETED'/.test(s) && /update "settle_endpoint_records"/i.test(s))
     return s.includes('result') ? 'transition → COMPLETED' : 'transition';
   if (/insert into "settle_tool_calls"/i.test(s)) return 'proposed call';
+  if (/insert into plain_bench_records/i.test(s)) return 'hand-rolled insert';
+  if (/update plain_bench_records/i.test(s)) return 'hand-rolled update';
   if (/update "settle_endpoint_records"/i.test(s)) return 'transition';
   if (/^select/i.test(s)) return 'select';
   return s.slice(0, 60);
@@ -182,10 +188,13 @@ interface PhaseResult {
   maxConnections: number;
 }
 
+/** The recorded side runs on the plain worker (its own workflow and activity, same process). */
+const workerOf = (side: Side) => (side === 'settle' ? 'settleWorker' : 'plainWorker');
+
 /** Runs `n` trajectories of one side, `concurrency` at a time, and accounts what they cost. */
 async function phase(b: BenchStack, side: Side, n: number, concurrency: number): Promise<PhaseResult> {
   const before = await counters(b);
-  const workerPid = side === 'settle' ? b.pids.settleWorker : b.pids.plainWorker;
+  const workerPid = b.pids[workerOf(side)];
   let maxRss = rssBytes(workerPid);
   let maxConnections = 0;
   let sampling = true;
@@ -221,7 +230,7 @@ async function phase(b: BenchStack, side: Side, n: number, concurrency: number):
   const after = await counters(b);
   const history: HistoryFacts[] = [];
   for (let i = 0; i < handles.length; i += 50) history.push(...(await Promise.all(handles.slice(i, i + 50).map(historyFacts))));
-  const workerKey = side === 'settle' ? 'settleWorker' : 'plainWorker';
+  const workerKey = workerOf(side);
   return {
     side,
     trajectories: n,
@@ -265,55 +274,72 @@ function perCall(p: PhaseResult) {
 const round2 = (x: number) => Math.round(x * 100) / 100;
 const roundObj = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round2(v)]));
 
+const SIDES: readonly Side[] = ['settle', 'plain', 'recorded'];
+/** Every order of the three sides, cycled, so each side runs first, second and third equally often. */
+const ORDERS: readonly Side[][] = [
+  ['settle', 'plain', 'recorded'],
+  ['plain', 'recorded', 'settle'],
+  ['recorded', 'settle', 'plain'],
+  ['settle', 'recorded', 'plain'],
+  ['plain', 'settle', 'recorded'],
+  ['recorded', 'plain', 'settle'],
+];
+
+interface Paired {
+  ms: Record<Side, number[]>;
+  /** Per set, side a's wall time over side b's. */
+  ratio(a: Side, b: Side): number[];
+}
+
 /**
- * `pairs` times one settle and one plain trajectory back to back, alternating which goes first.
- * On a shared host whose speed drifts within seconds (here: 2× between hours, ±20 % between
- * rounds), both halves of a pair run on the same host; rounds of several trajectories per side
- * do not.
+ * `sets` times one trajectory per side back to back, cycling through the orders. On a shared host
+ * whose speed drifts within seconds (here: 2× between hours, ±20 % between rounds), the sides of a
+ * set run on the same host; rounds of several trajectories per side do not.
  */
-async function paired(b: BenchStack, pairs: number): Promise<{ settleMs: number[]; plainMs: number[]; ratios: number[] }> {
-  const ms: Record<Side, number[]> = { settle: [], plain: [] };
-  for (let i = 0; i < pairs; i++) {
-    for (const side of i % 2 === 0 ? (['settle', 'plain'] as const) : (['plain', 'settle'] as const)) {
+async function paired(b: BenchStack, sets: number): Promise<Paired> {
+  const ms: Record<Side, number[]> = { settle: [], plain: [], recorded: [] };
+  for (let i = 0; i < sets; i++) {
+    for (const side of ORDERS[i % ORDERS.length]!) {
       const t0 = performance.now();
       const handle = await startTrajectory(b, side);
       checkResult(side, await handle.result());
       ms[side].push(performance.now() - t0);
     }
   }
-  return { settleMs: ms.settle, plainMs: ms.plain, ratios: ms.settle.map((x, i) => x / ms.plain[i]!) };
+  return { ms, ratio: (x, y) => ms[x].map((v, i) => v / ms[y][i]!) };
 }
 
 /**
- * Side by side, interleaved, twice: `pairs` pairs of one trajectory per side (the ratio: the median
- * of the pairs' ratios), then `rounds` rounds of `perRound` trajectories one at a time on each side
- * (alternating which side goes first), which account what each side costs per call (CPU by
- * process, statements, commits and history need a side to themselves) and give a second ratio,
- * of the rounds' median trajectory wall times.
+ * Side by side, interleaved, twice: `pairs` sets of one trajectory per side (each ratio: the median
+ * of the sets' ratios), then `rounds` rounds of `perRound` trajectories one at a time on each side
+ * (cycling which side goes first), which account what each side costs per call (CPU by process,
+ * statements, commits and history need a side to themselves) and give a second ratio, of the
+ * rounds' median trajectory wall times.
  */
 export async function endToEnd(
   b: BenchStack,
   opts: { rounds: number; perRound: number; pairs: number; log: (l: string) => void },
 ): Promise<Figure[]> {
-  for (const side of ['settle', 'plain'] as const) await phase(b, side, 3, 1); // warm-up
-  const pairs = await paired(b, opts.pairs);
-  const p = spread(pairs.ratios);
+  for (const side of SIDES) await phase(b, side, 3, 1); // warm-up
+  const sets = await paired(b, opts.pairs);
+  const setRatio = (x: Side, y: Side) => spread(sets.ratio(x, y));
+  const p = setRatio('settle', 'plain');
+  const sr = setRatio('settle', 'recorded');
+  const rp = setRatio('recorded', 'plain');
   opts.log(
-    `  e2e ${opts.pairs} pairs: settle ${median(pairs.settleMs).toFixed(0)} ms, plain ${median(pairs.plainMs).toFixed(0)} ms per trajectory, pair ratio ${p.min.toFixed(2)} / ${p.median.toFixed(2)} / ${p.max.toFixed(2)}`,
+    `  e2e ${opts.pairs} sets: settle ${median(sets.ms.settle).toFixed(0)} ms, plain ${median(sets.ms.plain).toFixed(0)} ms, recorded ${median(sets.ms.recorded).toFixed(0)} ms per trajectory; settle/plain ${p.median.toFixed(2)}, settle/recorded ${sr.median.toFixed(2)}, recorded/plain ${rp.median.toFixed(2)}`,
   );
-  const rounds: { settle: PhaseResult; plain: PhaseResult }[] = [];
+  const rounds: Record<Side, PhaseResult>[] = [];
   for (let r = 0; r < opts.rounds; r++) {
-    const order: Side[] = r % 2 === 0 ? ['settle', 'plain'] : ['plain', 'settle'];
     const got: Partial<Record<Side, PhaseResult>> = {};
-    for (const side of order) got[side] = await phase(b, side, opts.perRound, 1);
-    rounds.push(got as { settle: PhaseResult; plain: PhaseResult });
+    for (const side of ORDERS[r % ORDERS.length]!) got[side] = await phase(b, side, opts.perRound, 1);
+    rounds.push(got as Record<Side, PhaseResult>);
     opts.log(
-      `  e2e round ${r + 1}: settle ${median(got.settle!.perTrajectoryMs).toFixed(0)} ms, plain ${median(got.plain!.perTrajectoryMs).toFixed(0)} ms per trajectory`,
+      `  e2e round ${r + 1}: ${SIDES.map((side) => `${side} ${median(got[side]!.perTrajectoryMs).toFixed(0)} ms`).join(', ')} per trajectory`,
     );
   }
-  const settleMs = rounds.map((r) => median(r.settle.perTrajectoryMs));
-  const plainMs = rounds.map((r) => median(r.plain.perTrajectoryMs));
-  const ratios = rounds.map((_, i) => settleMs[i]! / plainMs[i]!);
+  const roundMs = (side: Side) => rounds.map((r) => median(r[side].perTrajectoryMs));
+  const ratios = rounds.map((r) => median(r.settle.perTrajectoryMs) / median(r.plain.perTrajectoryMs));
   const merge = (side: Side): PhaseResult => {
     const ps = rounds.map((r) => r[side]);
     const statements: Record<string, number> = {};
@@ -335,9 +361,7 @@ export async function endToEnd(
       maxConnections: Math.max(...ps.map((p) => p.maxConnections)),
     };
   };
-  const settle = perCall(merge('settle'));
-  const plain = perCall(merge('plain'));
-  const roundsRatio = median(settleMs) / median(plainMs);
+  const roundsRatio = (x: Side, y: Side) => median(roundMs(x)) / median(roundMs(y));
   const s = spread(ratios);
   const breakdown = (x: ReturnType<typeof perCall>) => ({
     historyEventsPerCall: round2(x.historyEvents),
@@ -353,7 +377,22 @@ export async function endToEnd(
     activityMsPerCall: round2(x.activityMs),
     historyEventsPerTrajectory: roundObj(x.historyEventsPerTrajectory),
   });
-  const figures: Figure[] = [
+  const method = 'median of sets (one trajectory per side, back to back, the order cycling)';
+  const setDetail = (r: ReturnType<typeof spread>, x: Side, y: Side) => ({
+    method,
+    sets: opts.pairs,
+    setRatio: { min: round2(r.min), median: round2(r.median), max: round2(r.max) },
+    setMedianMs: { [x]: round2(median(sets.ms[x])), [y]: round2(median(sets.ms[y])) },
+    roundsRatio: round2(roundsRatio(x, y)),
+  });
+  const wallTime = (side: Side, what: string): Figure => ({
+    group: 'e2e',
+    figure: `${what} trajectory wall time (10 calls)`,
+    value: round2(median(roundMs(side))),
+    unit: 'ms',
+    detail: { ...roundObj(spread(roundMs(side))), ...breakdown(perCall(merge(side))) },
+  });
+  return [
     {
       group: 'e2e',
       figure: 'settled/plain wall-time ratio',
@@ -361,11 +400,7 @@ export async function endToEnd(
       unit: '×',
       against: 'plain Temporal workflow, one proxied activity per edit, no endpoint record (bench/plain)',
       detail: {
-        method: 'median of pairs (one trajectory per side, back to back, alternating order)',
-        pairs: opts.pairs,
-        pairRatio: { min: round2(p.min), median: round2(p.median), max: round2(p.max) },
-        pairMedianMs: { settle: round2(median(pairs.settleMs)), plain: round2(median(pairs.plainMs)) },
-        roundsRatio: round2(roundsRatio),
+        ...setDetail(p, 'settle', 'plain'),
         perRoundRatio: { min: round2(s.min), median: round2(s.median), max: round2(s.max) },
         rounds: opts.rounds,
         trajectoriesPerRoundPerSide: opts.perRound,
@@ -375,20 +410,25 @@ export async function endToEnd(
     },
     {
       group: 'e2e',
-      figure: 'settle trajectory wall time (10 calls)',
-      value: round2(median(settleMs)),
-      unit: 'ms',
-      detail: { ...roundObj(spread(settleMs)), ...breakdown(settle) },
+      figure: 'recorded/plain wall-time ratio (what a durable record alone costs)',
+      value: round2(rp.median),
+      unit: '×',
+      against: 'plain (bench/plain), the same workflow and edit without the hand-rolled record',
+      detail: setDetail(rp, 'recorded', 'plain'),
     },
     {
       group: 'e2e',
-      figure: 'plain trajectory wall time (10 calls)',
-      value: round2(median(plainMs)),
-      unit: 'ms',
-      detail: { ...roundObj(spread(plainMs)), ...breakdown(plain) },
+      figure: 'settled/recorded wall-time ratio (what settle adds over a durable record)',
+      value: round2(sr.median),
+      unit: '×',
+      against:
+        'plain workflow whose activity brackets the edit with a hand-rolled record: insert, edit, update, each its own commit (bench/plain)',
+      detail: setDetail(sr, 'settle', 'recorded'),
     },
+    wallTime('settle', 'settle'),
+    wallTime('plain', 'plain'),
+    wallTime('recorded', 'recorded'),
   ];
-  return figures;
 }
 
 export interface ScaleRow {

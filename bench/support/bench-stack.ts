@@ -39,7 +39,7 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
     postgres: {
       dataDir: path.join(workDir, 'pg'),
       ephemeral: true,
-      postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all'],
+      postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all', ...extraPostgresFlags()],
     },
     ...(options.dynamicConfig ? { temporal: { dynamicConfig: options.dynamicConfig } } : {}),
   });
@@ -100,6 +100,11 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
     await stop();
     throw err;
   }
+}
+
+/** BENCH_POSTGRES_FLAGS: more server settings for a diagnostic run, e.g. `-c synchronous_commit=off`. */
+export function extraPostgresFlags(): string[] {
+  return (process.env.BENCH_POSTGRES_FLAGS ?? '').split(/\s+/).filter(Boolean);
 }
 
 const TAIL_CHARS = 4_000;
