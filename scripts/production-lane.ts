@@ -11,6 +11,11 @@
  *
  * Expects .settle/bin/server and .settle/bin/sql (the shell script builds them) and the server's
  * module source in the Go module cache (schemas, dynamic config).
+ *
+ * `--serve` (`bash scripts/production-lane.sh --serve`): only the server, with the dev stack's
+ * low-latency dispatch settings added to its dynamic config, until SIGTERM or SIGINT; where to
+ * reach it is written to .settle/production/serve.json (`npm run bench` with
+ * BENCH_TEMPORAL_SERVE=<that file> measures on it instead of the dev server).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,13 +28,22 @@ import { SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { startPostgres } from '../stack/postgres';
 import { SETTLE_DIR } from '../stack/paths';
 import { freePorts, isListening } from '../stack/ports';
-import { findTemporalCli } from '../stack/temporal';
+import { findTemporalCli, LOW_LATENCY_DYNAMIC_CONFIG } from '../stack/temporal';
 import { settleBundleOptions } from '../workers/workflow-bundle';
 
 const BIN = path.join(SETTLE_DIR, 'bin');
 const LANE_DIR = path.join(SETTLE_DIR, 'production');
 const TASK_QUEUE = 'settle-production';
 const log = (line: string) => console.error(`[production] ${line}`);
+const SERVE = process.argv.includes('--serve');
+
+/** What `--serve` writes for the bench (bench/support/bench-stack.ts reads it). */
+export interface ServedTemporal {
+  address: string;
+  namespace: string;
+  serverPid: number;
+  dynamicConfig: Record<string, unknown>;
+}
 
 async function main(): Promise<number> {
   const moduleDir = process.env.TEMPORAL_SERVER_MODULE_DIR;
@@ -73,10 +87,10 @@ async function main(): Promise<number> {
     const [frontend, frontendHttp, history, matching, workerSvc, pprof, metrics] = await freePorts(7);
     // Temporal stores membership ports in a smallint column: they must be below 32768.
     const [m1, m2, m3, m4] = await lowFreePorts(4);
-    fs.copyFileSync(
-      path.join(moduleDir, 'config', 'dynamicconfig', 'development-sql.yaml'),
-      path.join(LANE_DIR, 'config', 'dynamicconfig', 'lane.yaml'),
-    );
+    const dynamicConfigFile = path.join(LANE_DIR, 'config', 'dynamicconfig', 'lane.yaml');
+    fs.copyFileSync(path.join(moduleDir, 'config', 'dynamicconfig', 'development-sql.yaml'), dynamicConfigFile);
+    // Served for a benchmark: prompt dispatch, as on the dev stack (stack/temporal.ts explains each value).
+    if (SERVE) fs.appendFileSync(dynamicConfigFile, dynamicConfigYaml(LOW_LATENCY_DYNAMIC_CONFIG));
     fs.writeFileSync(
       path.join(LANE_DIR, 'config', 'lane.yaml'),
       serverConfig({
@@ -138,6 +152,23 @@ async function main(): Promise<number> {
       );
     }
     log(`temporal server (PostgreSQL persistence and visibility) on ${address}; log ${path.join(LANE_DIR, 'server.log')}`);
+
+    if (SERVE) {
+      const served: ServedTemporal = {
+        address,
+        namespace: 'default',
+        serverPid: server.pid!,
+        dynamicConfig: { ...LOW_LATENCY_DYNAMIC_CONFIG },
+      };
+      const file = path.join(LANE_DIR, 'serve.json');
+      fs.writeFileSync(file, JSON.stringify(served, null, 2) + '\n');
+      log(`serving until SIGTERM or SIGINT: ${file}`);
+      await new Promise<void>((resolve, reject) => {
+        process.once('SIGTERM', () => resolve());
+        server.once('exit', (code) => reject(new Error(`the Temporal server exited (${code}); see ${path.join(LANE_DIR, 'server.log')}`)));
+      });
+      return 0;
+    }
 
     // 3. Two settle workers (separate processes, one bundle), each with its /metrics.
     const bundlePath = path.join(LANE_DIR, 'workflow-bundle.js');
@@ -259,6 +290,13 @@ dynamicConfigClient:
   filepath: "config/dynamicconfig/lane.yaml"
   pollInterval: "10s"
 `;
+}
+
+/** Dynamic config values in the server's file format (a value list per key, no constraints). */
+function dynamicConfigYaml(values: Readonly<Record<string, unknown>>): string {
+  return Object.entries(values)
+    .map(([key, value]) => `\n${key}:\n  - value: ${JSON.stringify(value)}\n`)
+    .join('');
 }
 
 /** Free loopback ports below 32768, found by binding candidates. */

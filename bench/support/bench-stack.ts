@@ -13,6 +13,8 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import { startStack, type Stack } from '../../stack/index';
+import { startPostgres, type PostgresHandle } from '../../stack/postgres';
+import type { ServedTemporal } from '../../scripts/production-lane';
 import { settleBundleOptions } from '../../workers/workflow-bundle';
 import { PLAIN_TASK_QUEUE, PLAIN_WORKFLOWS_PATH } from '../plain/worker';
 import { postmasterPid } from './proc';
@@ -34,15 +36,19 @@ export interface BenchStack {
 export async function startBenchStack(options: { dynamicConfig?: Record<string, unknown>; log: (l: string) => void }): Promise<BenchStack> {
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-'));
   fs.chmodSync(workDir, 0o755);
-  const stack = await startStack({
-    log: options.log,
-    postgres: {
-      dataDir: path.join(workDir, 'pg'),
-      ephemeral: true,
-      postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all', ...extraPostgresFlags()],
-    },
-    ...(options.dynamicConfig ? { temporal: { dynamicConfig: options.dynamicConfig } } : {}),
-  });
+  const postgresOptions = {
+    dataDir: path.join(workDir, 'pg'),
+    ephemeral: true,
+    postgresFlags: ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all', ...extraPostgresFlags()],
+  };
+  const served = process.env.BENCH_TEMPORAL_SERVE;
+  const stack = served
+    ? await withServedTemporal(served, await startPostgres({ log: options.log, ...postgresOptions }), options.log)
+    : await startStack({
+        log: options.log,
+        postgres: postgresOptions,
+        ...(options.dynamicConfig ? { temporal: { dynamicConfig: options.dynamicConfig } } : {}),
+      });
   const children: ChildProcess[] = [];
   const connection = await Connection.connect({ address: stack.temporal.address });
   const monitor = new pg.Client({ connectionString: stack.databaseUrl });
@@ -100,6 +106,31 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
     await stop();
     throw err;
   }
+}
+
+/**
+ * BENCH_TEMPORAL_SERVE=<serve.json>: a Temporal server someone else runs — the production lane's
+ * server on PostgreSQL (`bash scripts/production-lane.sh --serve`), which persists every history
+ * write durably where the dev server keeps it in memory. Its CPU is accounted by its pid; it is
+ * not stopped with the bench.
+ */
+async function withServedTemporal(file: string, postgres: PostgresHandle, log: (l: string) => void): Promise<Stack> {
+  const served = JSON.parse(fs.readFileSync(file, 'utf8')) as ServedTemporal;
+  log(`temporal: served by ${file} on ${served.address} (pid ${served.serverPid})`);
+  return {
+    temporal: {
+      address: served.address,
+      namespace: served.namespace,
+      uiUrl: null,
+      source: `external (${file})`,
+      pid: served.serverPid,
+      dynamicConfig: served.dynamicConfig,
+      stop: async () => {},
+    },
+    postgres,
+    databaseUrl: postgres.url,
+    stop: () => postgres.stop(),
+  };
 }
 
 /** BENCH_POSTGRES_FLAGS: more server settings for a diagnostic run, e.g. `-c synchronous_commit=off`. */
