@@ -26,17 +26,17 @@ async function edit(input: { workspace: string; edit: PlainEdit }): Promise<stri
  */
 const RECORDS_DDL = `create table if not exists plain_bench_records (
   key text primary key, state text not null, result text, updated_at timestamptz not null default now())`;
-let pool: pg.Pool | undefined;
-let ready: Promise<unknown> | undefined;
+let records: Promise<pg.Pool> | undefined;
 
-function database(): { pool: pg.Pool; ready: Promise<unknown> } {
-  if (!pool) {
+/** The pool, once the table exists (created on first use: the baseline has no migrations). */
+function database(): Promise<pg.Pool> {
+  return (records ??= (async () => {
     const connectionString = process.env.DATABASE_URL;
     if (!connectionString) throw new Error('recordedFileEdit needs DATABASE_URL');
-    pool = new pg.Pool({ connectionString, max: 10 });
-    ready = pool.query(RECORDS_DDL);
-  }
-  return { pool, ready: ready! };
+    const pool = new pg.Pool({ connectionString, max: 10 });
+    await pool.query(RECORDS_DDL);
+    return pool;
+  })());
 }
 
 export const plainActivities = {
@@ -45,18 +45,17 @@ export const plainActivities = {
   },
 
   async recordedFileEdit(input: { workspace: string; edit: PlainEdit }): Promise<string> {
-    const { pool, ready } = database();
-    await ready;
+    const pool = await database();
     const info = Context.current().info;
     const key = `${info.workflowExecution?.workflowId ?? info.activityId}:${info.activityId}`;
-    const claimed = await pool.query<{ state: string; result: string | null }>({
+    const claimed = await pool.query<{ state: string; result: string | null; inserted: boolean }>({
       name: 'plain-bench-claim',
       text: `insert into plain_bench_records (key, state) values ($1, 'IN_FLIGHT')
              on conflict (key) do update set updated_at = plain_bench_records.updated_at
              returning state, result, (xmax = 0) as inserted`,
       values: [key],
     });
-    const row = claimed.rows[0] as { state: string; result: string | null; inserted: boolean };
+    const row = claimed.rows[0]!;
     if (!row.inserted) {
       if (row.state === 'COMPLETED') return row.result!;
       throw new Error(`call ${key} is ${row.state}: its effect is unknown`);

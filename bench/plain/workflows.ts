@@ -19,14 +19,19 @@ export interface PlainEdit {
   new_str: string;
 }
 
-export async function plainTrajectory(input: { workspace: string; edits: PlainEdit[] }): Promise<string[]> {
+type EditInput = { workspace: string; edits: PlainEdit[] };
+
+/** The edits one after another, each one activity. */
+async function runEdits(activity: typeof plainFileEdit, input: EditInput): Promise<string[]> {
   const outputs: string[] = [];
-  for (const edit of input.edits) outputs.push(await plainFileEdit({ workspace: input.workspace, edit }));
+  for (const edit of input.edits) outputs.push(await activity({ workspace: input.workspace, edit }));
   return outputs;
 }
 
-export async function recordedTrajectory(input: { workspace: string; edits: PlainEdit[] }): Promise<string[]> {
-  const outputs: string[] = [];
-  for (const edit of input.edits) outputs.push(await recordedFileEdit({ workspace: input.workspace, edit }));
-  return outputs;
+export function plainTrajectory(input: EditInput): Promise<string[]> {
+  return runEdits(plainFileEdit, input);
+}
+
+export function recordedTrajectory(input: EditInput): Promise<string[]> {
+  return runEdits(recordedFileEdit, input);
 }
