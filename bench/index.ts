@@ -3,13 +3,16 @@
  * capability checks, CLI start-up, end to end (settle vs a plain Temporal baseline) and scale.
  * Prints a table and writes bench/results.json. Nothing here is a test: no figure is asserted.
  *
- *   BENCH_ONLY=store,keys,capability,cli,e2e,scale   run a subset
+ *   BENCH_ONLY=store,keys,capability,cli,activity,e2e,scale   run a subset
+ *   BENCH_ACTIVITY_CALLS (default 400: calls per side of the activity-body comparison)
  *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8),
  *   BENCH_E2E_PAIRS (default 60: sets of one trajectory per side, settle / plain / recorded)
  *   BENCH_SCALE_LEVELS (default 10,100,400)
  *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
  *   BENCH_POSTGRES_FLAGS='-c synchronous_commit=off'    more Postgres settings (diagnostics; recorded in results.json)
  *   BENCH_CPU_PROF_DIR=/dir                           the settle and plain workers write V8 CPU profiles there
+ *   BENCH_WORKER_NODE_FLAGS='--trace-gc'              more Node flags for both workers (diagnostics)
+ *   BENCH_WORKER_OUTPUT_DIR=/dir                      each worker's stdout copied to <dir>/<pid>.log (diagnostics)
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { benchKeys, benchStore, formatFigure } from './settle.bench';
 import { benchCapability } from './capability.bench';
 import { benchCliStartup } from './cli-startup.bench';
+import { benchActivityBody } from './activity-body.bench';
 import { endToEnd, scale, type ScaleRow } from './e2e';
 import { extraPostgresFlags, startBenchStack } from './support/bench-stack';
 import type { Figure } from './support/figures';
@@ -25,7 +29,7 @@ import { cpuModel } from './support/proc';
 import { writeScalePlot } from './support/plot';
 
 const RESULTS = fileURLToPath(new URL('./results.json', import.meta.url));
-const only = new Set((process.env.BENCH_ONLY ?? 'store,keys,capability,cli,e2e,scale').split(','));
+const only = new Set((process.env.BENCH_ONLY ?? 'store,keys,capability,cli,activity,e2e,scale').split(','));
 const log = (line: string) => console.error(line);
 
 async function main(): Promise<void> {
@@ -42,6 +46,7 @@ async function main(): Promise<void> {
     if (only.has('keys')) report(benchKeys());
     if (only.has('capability')) report(await benchCapability());
     if (only.has('cli')) report(benchCliStartup());
+    if (only.has('activity')) report(await benchActivityBody(b.stack.databaseUrl, { log }));
     if (only.has('e2e')) {
       report(
         await endToEnd(b, {

@@ -39,6 +39,13 @@ function database(): Promise<pg.Pool> {
   })());
 }
 
+/** Ends the hand-rolled record's pool, if a call opened it (an in-process benchmark, before its database stops). */
+export async function closeRecordPool(): Promise<void> {
+  const pool = records;
+  records = undefined;
+  if (pool) await (await pool).end();
+}
+
 export const plainActivities = {
   async plainFileEdit(input: { workspace: string; edit: PlainEdit }): Promise<string> {
     return edit(input);

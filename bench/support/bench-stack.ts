@@ -143,7 +143,9 @@ const TAIL_CHARS = 4_000;
 async function spawnWorker(script: string, env: NodeJS.ProcessEnv, readyLine: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
   // BENCH_CPU_PROF_DIR: each worker writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, script)], {
+  // BENCH_WORKER_NODE_FLAGS: more Node flags for both workers in a diagnostic run (e.g. `--trace-gc`).
+  const flags = (process.env.BENCH_WORKER_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...profile, ...flags, '--import', 'tsx', path.join(ROOT, script)], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -158,6 +160,12 @@ async function spawnWorker(script: string, env: NodeJS.ProcessEnv, readyLine: Re
   const take = (b: Buffer) => {
     output = (output + b.toString()).slice(-TAIL_CHARS);
   };
+  // BENCH_WORKER_OUTPUT_DIR: each worker's whole output is also copied to <dir>/<pid>.log (diagnostics).
+  const copyTo = process.env.BENCH_WORKER_OUTPUT_DIR;
+  if (copyTo) {
+    const file = fs.createWriteStream(path.join(copyTo, `${child.pid}.log`));
+    child.stdout.pipe(file);
+  }
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (b: Buffer) => {
       if (ready) return;
