@@ -445,6 +445,12 @@ export interface ScaleRow {
 }
 
 /** `levels` concurrent trajectories × 10 calls, each side in turn. */
+/**
+ * How long after a phase the server still fires its activities' timers: settle's heartbeat timeout
+ * (DEFAULT_LEASE_MS, 3 s), plain's start-to-close (1 minute, bench/plain/workflows.ts), plus margin.
+ */
+export const DEFERRED_TIMERS_MS: Record<'settle' | 'plain', number> = { settle: 5_000, plain: 65_000 };
+
 export async function scale(
   b: BenchStack,
   opts: { levels: number[]; log: (l: string) => void },
@@ -453,6 +459,12 @@ export async function scale(
   for (const level of opts.levels) {
     for (const side of ['settle', 'plain'] as const) {
       const p = await phase(b, side, level, level);
+      // Each activity leaves one timer task on the server that fires after the activity ended (a
+      // no-op then, ~0.5 ms of server CPU): settle's heartbeat timeout 3 s after its start, plain's
+      // start-to-close 1 minute after. Settle's fire inside its own phase; plain's would fire inside
+      // the next phase, settle's, and be billed to it. Wait them out between phases.
+      opts.log(`  scale: waiting ${DEFERRED_TIMERS_MS[side] / 1000} s for ${side}'s activity timers to fire`);
+      await new Promise((r) => setTimeout(r, DEFERRED_TIMERS_MS[side]));
       const calls = level * CALLS_PER_TRAJECTORY;
       const latencies = p.history.flatMap((h) => h.callLatencies);
       const row: ScaleRow = {
