@@ -26,7 +26,7 @@ import { deriveKey } from '../core/key';
 import { startPostgres } from '../stack/postgres';
 import { closeRecordPool, plainActivities } from './plain/activities';
 import type { Figure } from './support/figures';
-import { median, quantile } from './support/stats';
+import { median, orders, quantile, round2 } from './support/stats';
 
 type PlainInput = Parameters<typeof plainActivities.plainFileEdit>[0];
 
@@ -163,15 +163,8 @@ export async function benchActivityBody(
   }
 }
 
-/** Every order of the three sides. */
-const ORDERS: Side[][] = [
-  ['settle', 'recorded', 'plain'],
-  ['recorded', 'plain', 'settle'],
-  ['plain', 'settle', 'recorded'],
-  ['settle', 'plain', 'recorded'],
-  ['plain', 'recorded', 'settle'],
-  ['recorded', 'settle', 'plain'],
-];
+/** Every order of the three sides, cycled. */
+const ORDERS = orders<Side>(SIDES);
 
 /**
  * One side's file and its edits: each replaces one line, and after LINES edits the file is written
@@ -213,7 +206,6 @@ function mainThreadNs(): number {
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const round2 = (x: number) => Math.round(x * 100) / 100;
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -16,7 +16,7 @@ import { trajectoryStartOptions } from '../client/index';
 import type { BenchStack } from './support/bench-stack';
 import type { Figure } from './support/figures';
 import { rssBytes, treeCpuMs } from './support/proc';
-import { median, quantile, spread } from './support/stats';
+import { median, orders, quantile, round2, spread } from './support/stats';
 
 export const CALLS_PER_TRAJECTORY = 10;
 type Side = 'settle' | 'plain' | 'recorded';
@@ -271,19 +271,11 @@ function perCall(p: PhaseResult) {
   };
 }
 
-const round2 = (x: number) => Math.round(x * 100) / 100;
 const roundObj = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round2(v)]));
 
-const SIDES: readonly Side[] = ['settle', 'plain', 'recorded'];
-/** Every order of the three sides, cycled, so each side runs first, second and third equally often. */
-const ORDERS: readonly Side[][] = [
-  ['settle', 'plain', 'recorded'],
-  ['plain', 'recorded', 'settle'],
-  ['recorded', 'settle', 'plain'],
-  ['settle', 'recorded', 'plain'],
-  ['plain', 'settle', 'recorded'],
-  ['recorded', 'plain', 'settle'],
-];
+const SIDES = ['settle', 'plain', 'recorded'] as const satisfies readonly Side[];
+/** Every order of the three sides, cycled. */
+const ORDERS = orders<Side>(SIDES);
 
 interface Paired {
   ms: Record<Side, number[]>;
@@ -444,13 +436,13 @@ export interface ScaleRow {
   postgresConnections: number;
 }
 
-/** `levels` concurrent trajectories × 10 calls, each side in turn. */
 /**
  * How long after a phase the server still fires its activities' timers: settle's heartbeat timeout
  * (DEFAULT_LEASE_MS, 3 s), plain's start-to-close (1 minute, bench/plain/workflows.ts), plus margin.
  */
 export const DEFERRED_TIMERS_MS: Record<'settle' | 'plain', number> = { settle: 5_000, plain: 65_000 };
 
+/** `levels` concurrent trajectories × 10 calls, each side in turn. */
 export async function scale(
   b: BenchStack,
   opts: { levels: number[]; log: (l: string) => void },

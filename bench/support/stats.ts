@@ -14,3 +14,20 @@ export function quantile(xs: number[], q: number): number {
 export function spread(xs: number[]): { min: number; median: number; max: number } {
   return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) };
 }
+
+export const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/**
+ * Every order of three sides, to cycle through, so each side runs first, second and third equally
+ * often and follows each other side equally often.
+ */
+export function orders<T>([a, b, c]: readonly [T, T, T]): T[][] {
+  return [
+    [a, b, c],
+    [b, c, a],
+    [c, a, b],
+    [a, c, b],
+    [b, a, c],
+    [c, b, a],
+  ];
+}
