@@ -4,7 +4,7 @@
  * see client/connection.ts); else the settings of a running `settle dev`.
  */
 import { EndpointStore } from '../activities/store/endpoint-store';
-import { openDatabase } from '../activities/store/database';
+import { openDatabase, redactUrl } from '../activities/store/database';
 import { SettleClient } from '../client/index';
 import { loadTemporalTarget } from '../client/connection';
 import { readDevSettings } from './dev-settings';
@@ -15,20 +15,33 @@ export function databaseConfigured(): boolean {
   return !!(process.env.DATABASE_URL || readDevSettings()?.databaseUrl);
 }
 
-export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, options: { why?: string } = {}): Promise<T> {
+/** The database the CLI uses: DATABASE_URL, else a running `settle dev`'s; a usage error naming the variable otherwise. */
+export function databaseUrl(why?: string): string {
   const url = process.env.DATABASE_URL || readDevSettings()?.databaseUrl;
   if (!url) {
-    throw new UsageError(
-      `DATABASE_URL: must be set (or run \`settle dev\`, whose settings the CLI then finds)${options.why ? `: ${options.why}` : ''}`,
-    );
+    throw new UsageError(`DATABASE_URL: must be set (or run \`settle dev\`, whose settings the CLI then finds)${why ? `: ${why}` : ''}`);
   }
+  return url;
+}
+
+export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, options: { why?: string } = {}): Promise<T> {
+  const url = databaseUrl(options.why);
   const db = openDatabase(url, { max: 1 });
   try {
     return await fn(new EndpointStore(db));
+  } catch (err) {
+    // A database nothing has migrated yet: say what to run instead of Postgres's "relation … does not exist".
+    if ((err as { code?: unknown }).code === UNDEFINED_TABLE) {
+      throw new UsageError(`DATABASE_URL: ${redactUrl(url)} has no settle tables yet: run \`settle migrate\` (workers migrate on start)`);
+    }
+    throw err;
   } finally {
     await db.destroy();
   }
 }
+
+/** Postgres's SQLSTATE for a missing relation. */
+const UNDEFINED_TABLE = '42P01';
 
 export async function withClient<T>(fn: (client: SettleClient) => Promise<T>): Promise<T> {
   const configured = loadTemporalTarget();

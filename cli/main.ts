@@ -18,6 +18,15 @@ import { printable, printableValue } from './terminal-text';
 /** Rows `settle records` lists at most: a bigger number is a typo, and the database would refuse one past 2^63. */
 const MAX_LIST_LIMIT = 1_000_000;
 
+// A reader that stops early (`settle status ID | head -3`) closes the pipe: stop quietly, as
+// command-line tools do on SIGPIPE, instead of crashing with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
 const program = new Command();
 program
   .name('settle')
@@ -41,6 +50,18 @@ program
   .action(async () => {
     const { runDev } = await import('./dev');
     process.exitCode = await runDev((l) => console.error(l));
+  });
+
+program
+  .command('migrate')
+  .description("Bring the database (DATABASE_URL, or a running `settle dev`) to settle's latest schema; workers do this on start.")
+  .action(async () => {
+    const { databaseUrl } = await import('./connections');
+    const { assertReachable, migrateToLatest, redactUrl } = await import('../activities/store/database');
+    const url = databaseUrl();
+    await assertReachable(url);
+    const applied = await migrateToLatest(url);
+    console.log(`settle migrate: ${applied.length ? `applied ${applied.join(', ')}` : 'schema up to date'} (${redactUrl(url)})`);
   });
 
 program

@@ -15,8 +15,6 @@ import { type CatalogCost, catalogCost, compareCatalogCost } from '../core/workb
 import { parseDurationMs } from '../core/workbench/duration';
 import { countTokens, definitionText, ENCODING } from '../core/workbench/tokens';
 import { CallStats, type ToolCallStats } from '../activities/store/call-stats';
-import { openDatabase } from '../activities/store/database';
-import { readDevSettings } from './dev-settings';
 
 export function registerWorkbenchCommands(program: Command): void {
   program
@@ -264,21 +262,8 @@ function readJson(file: string, flag = 'FILE'): unknown {
 }
 
 async function withCallStats<T>(fn: (stats: CallStats) => Promise<T>): Promise<T> {
-  const url = process.env.DATABASE_URL || readDevSettings()?.databaseUrl;
-  if (!url) throw new InputError('DATABASE_URL', 'be set (or run `settle dev`, whose settings the CLI then finds)');
-  const db = openDatabase(url, { max: 1 });
-  try {
-    return await fn(new CallStats(db));
-  } catch (err) {
-    if ((err as { code?: string }).code === '42P01') {
-      throw new Error(
-        'the database has no settle_tool_calls table yet: migrate it (a worker migrates on start, or run `node --import tsx workers/migrate.ts`)',
-      );
-    }
-    throw err;
-  } finally {
-    await db.destroy();
-  }
+  const { withStore } = await import('./connections');
+  return withStore((store) => fn(new CallStats(store.db)));
 }
 
 function parseIntegerFlag(flag: string, min: number, max: number) {

@@ -1,7 +1,9 @@
 /** The `settle` command as a user runs it: output, exit codes, one-line errors. */
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { deriveKey } from '../../core/key';
-import { runSettle as settle } from '../support/cli';
+import { spawn } from 'node:child_process';
+import { sql } from 'kysely';
+import { runSettle as settle, SETTLE_BIN } from '../support/cli';
 import { openTestDb, testStore, uniqueId } from '../support/env';
 
 const db = openTestDb(2);
@@ -160,5 +162,46 @@ describe('settle records / show', () => {
     const noDb = await settle(['records'], { env: { DATABASE_URL: '' } });
     expect(noDb.code).toBe(2);
     expect(noDb.stderr).toMatch(/DATABASE_URL: must be set/);
+  });
+});
+
+describe('settle migrate', () => {
+  /** A new, empty database on the test server. */
+  async function freshDatabaseUrl(): Promise<{ url: string; name: string }> {
+    const name = uniqueId('fresh').replace(/-/g, '_');
+    await sql.raw(`CREATE DATABASE ${name}`).execute(db);
+    const url = new URL(inject('databaseUrl'));
+    url.pathname = `/${name}`;
+    return { url: url.toString(), name };
+  }
+
+  it('a command that needs tables says to run settle migrate on an unmigrated database; settle migrate creates them', async () => {
+    const { url, name } = await freshDatabaseUrl();
+    const env = { DATABASE_URL: url };
+    const before = await settle(['records'], { env });
+    expect(before.code).toBe(2);
+    expect(before.stderr.trim().split('\n')).toHaveLength(1);
+    expect(before.stderr).toMatch(/has no settle tables yet: run `settle migrate`/);
+    expect(before.stderr).not.toMatch(/relation .* does not exist/);
+
+    const migrated = await settle(['migrate'], { env });
+    expect(migrated.stderr).toBe('');
+    expect(migrated.code).toBe(0);
+    expect(migrated.stdout).toMatch(/^settle migrate: applied 0001_endpoint_records, /);
+    expect((await settle(['records'], { env })).stdout.trim()).toBe('no records');
+    expect((await settle(['migrate'], { env })).stdout).toMatch(/^settle migrate: schema up to date/);
+    await sql.raw(`DROP DATABASE ${name}`).execute(db);
+  });
+});
+
+describe('settle output into a closed pipe', () => {
+  it('stops quietly with exit 0 when the reader has gone (| head), without a stack trace', async () => {
+    const child = spawn(process.execPath, [SETTLE_BIN, 'tools', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // the reader leaves before the command writes
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });
