@@ -6,6 +6,7 @@ import path from 'node:path';
 import { startPostgres, type PostgresHandle, type StartPostgresOptions } from './postgres';
 import { startTemporal, type StartTemporalOptions, type TemporalHandle } from './temporal';
 import { SETTLE_DIR } from './paths';
+import { reapOnExit } from './reaper';
 
 export interface Stack {
   temporal: TemporalHandle;
@@ -30,12 +31,16 @@ export async function startStack(options: StartStackOptions = {}): Promise<Stack
     startPostgres({ log, ...options.postgres }),
     startTemporal({ log, ...options.temporal, ...(options.persistent ? { dbFile: path.join(SETTLE_DIR, 'temporal.db') } : {}) }),
   );
+  // An embedded server outlives no parent (reaper.ts); Temporal registers itself as it starts.
+  const forgetPostgres = postgres.dataDir
+    ? reapOnExit({ pidFile: path.join(postgres.dataDir, 'postmaster.pid'), signal: 'SIGINT' })
+    : () => {};
   let stopped: Promise<void> | undefined;
   return {
     temporal,
     postgres,
     databaseUrl: postgres.url,
-    stop: () => (stopped ??= Promise.all([temporal.stop(), postgres.stop()]).then(() => undefined)),
+    stop: () => (stopped ??= Promise.all([temporal.stop(), postgres.stop().then(forgetPostgres)]).then(() => undefined)),
   };
 }
 

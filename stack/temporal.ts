@@ -8,6 +8,7 @@
  * Go is present, else the binary that @temporalio/testing downloads.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { reapOnExit } from './reaper';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -198,8 +199,10 @@ async function startDevServer(
   child.stdout.on('data', collect);
   child.stderr.on('data', collect);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // Whatever ends this process (a signal to its group, SIGKILL), the server goes too (reaper.ts).
+  void exited.then(reapOnExit({ group: child.pid!, signal: 'SIGTERM' }));
   // If this process ends without calling stop() (an uncaught error, process.exit), take the
-  // server down with it rather than leave it listening. (SIGKILL of this process cannot be caught.)
+  // server down at once rather than leave it listening until the reaper acts.
   const killOnExit = () => {
     try {
       process.kill(-child.pid!, 'SIGKILL');
