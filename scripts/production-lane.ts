@@ -203,7 +203,6 @@ async function main(): Promise<number> {
           SETTLE_EXTERNAL_DATABASE_URL: postgres.url,
           SETTLE_LANE_TASK_QUEUE: TASK_QUEUE,
           SETTLE_LANE_METRICS_URLS: metricsPorts.map((p) => `http://127.0.0.1:${p}/metrics`).join(','),
-          SETTLE_LANE_WORKER_PIDS: workers.map((w) => w.pid).join(','),
         },
       },
     );
