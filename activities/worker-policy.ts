@@ -16,7 +16,7 @@ import path from 'node:path';
 import { InputError } from '../core/errors';
 import { canonicalPath } from '../core/paths';
 import { isReservedVariable, RESERVED_VARIABLES_RULE } from '../core/reserved-variables';
-import { SETTLE_DIR } from '../stack/paths';
+import { SETTLE_DIR } from './installation';
 
 export interface WorkerPolicy {
   /** Real path of the directory every workspace must lie strictly inside. */

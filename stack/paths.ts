@@ -1,7 +1,6 @@
-/** Where the project keeps its local, git-ignored state. */
-import { fileURLToPath } from 'node:url';
+/** Where the project keeps its local, git-ignored state (defined with the worker's side: activities/installation.ts). */
 import path from 'node:path';
+import { SETTLE_DIR } from '../activities/installation';
 
-export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const SETTLE_DIR = path.join(PROJECT_ROOT, '.settle');
+export { PROJECT_ROOT, SETTLE_DIR } from '../activities/installation';
 export const BIN_DIR = path.join(SETTLE_DIR, 'bin');
