@@ -282,7 +282,7 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
   // non-root worker) deletes another call's markers; that call's worker dies mid-command. The
   // probe must not read the missing files as "never started": the command ran, once.
   it(
-    "markers deleted by a sandboxed command, worker killed mid-command: the probe does not answer not applied and the command runs once",
+    'markers deleted by a sandboxed command, worker killed mid-command: the probe does not answer not applied and the command runs once',
     { timeout: 150_000 },
     async () => {
       const { result, file, events, record } = await crashScenario(null, {
