@@ -200,7 +200,7 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
   const trail = (events: { generation: number; fromState: string; toState: string; actor: string }[]) =>
     events.map((e) => [e.generation, e.fromState, e.toState, e.actor.split(':')[0]]);
 
-  it('killed before the exec: the probe finds no start marker, settles NOT_EXECUTED, and the command runs once', async () => {
+  it('killed before the exec: the probe finds no start row, settles NOT_EXECUTED, and the command runs once', async () => {
     const { result, file, events, record } = await crashScenario('bash_execute.after_lease_check', { call: deploy });
     expect(fs.readFileSync(`${file}.log`, 'utf8')).toBe('deployed\n');
     expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'executed', observation: { output: 'out\n', exit_status: 0 } });
@@ -214,7 +214,7 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
       [2, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'],
       [2, 'IN_FLIGHT', 'COMPLETED', 'worker'],
     ]);
-    expect(events[3]!.detail).toMatchObject({ op: 'settle', reason: expect.stringMatching(/no start marker/) });
+    expect(events[3]!.detail).toMatchObject({ op: 'settle', reason: expect.stringMatching(/no start row in the database/) });
   });
 
   it('killed after the command exited, before completing: the probe settles COMPLETED with the recorded output, nothing runs again', async () => {

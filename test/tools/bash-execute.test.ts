@@ -168,7 +168,7 @@ describe('bash_execute', () => {
 
     it('no start row: NOT_EXECUTED for certain, and the fence keeps a paused executor from starting it later', async () => {
       const { workspace, call, args, execute, inDoubt } = await claimed('echo deploy >> log.txt');
-      // The executor recorded its intent and stopped before the start marker.
+      // The executor recorded its intent and stopped before the start row.
       const { record, verdict } = await inDoubt();
       expect(verdict).toMatchObject({ verdict: 'not_applied', detail: expect.stringMatching(/never started \(fenced now/) });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
@@ -178,7 +178,7 @@ describe('bash_execute', () => {
       ).toMatchObject({
         verdict: 'not_applied',
       });
-      // The paused executor resumes: its start marker is refused, nothing runs.
+      // The paused executor resumes: its start row is refused, nothing runs.
       await expect(execute()).rejects.toBeInstanceOf(NoEffect);
       expect(fs.existsSync(path.join(workspace, 'log.txt'))).toBe(false);
       // The next generation runs it, once.
