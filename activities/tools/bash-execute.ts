@@ -125,6 +125,9 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
           return startedWithoutExit(command, files.kind === 'no_exit' ? files.running : null, files.kind === 'no_exit' ? files.dir : null);
       }
     }
+    if (intent.markers) {
+      return { verdict: 'unknown', detail: `the start ledger is not available to this probe of ${command}; an operator must settle it` };
+    }
     if (!intent.runs || !at) {
       return {
         verdict: 'unknown',

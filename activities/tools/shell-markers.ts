@@ -329,8 +329,8 @@ async function liveness(
   const workerState = processState(worker);
   if (pidText !== null && sealed) {
     const marker = SealedPid.safeParse(JSON.parse(pidText));
-    const { seal: found, ...identity } = marker.success ? marker.data : { seal: '' };
-    if (!marker.success || !sameSeal(found, seal(sealed.sealKey, 'pid', sealed.key, sealed.generation, JSON.stringify(identity)))) {
+    const expected = seal(sealed.sealKey, 'pid', sealed.key, sealed.generation, withoutSeal(pidText));
+    if (!marker.success || !sameSeal(marker.data.seal, expected)) {
       return { kind: 'cannot_tell', why: `the pid marker in ${dir} does not carry this execution's seal (forged or altered)` };
     }
   }
@@ -411,10 +411,15 @@ function exitSealed(marker: Omit<z.infer<typeof ExitMarker>, 'seal'>, stdout: st
   return `${sha256(stdout)}\n${sha256(stderr)}\n${JSON.stringify(marker)}`;
 }
 
-/** The same text, from the marker as read: its fields in the order written, the seal left out. */
+/** The same text, from the marker as read. */
 function exitSealedText(text: string, stdout: string, stderr: string): string {
+  return `${sha256(stdout)}\n${sha256(stderr)}\n${withoutSeal(text)}`;
+}
+
+/** A sealed marker's JSON as it was before its seal was added (its fields in the order written). */
+function withoutSeal(text: string): string {
   const { seal: _seal, ...marker } = JSON.parse(text) as Record<string, unknown>;
-  return `${sha256(stdout)}\n${sha256(stderr)}\n${JSON.stringify(marker)}`;
+  return JSON.stringify(marker);
 }
 
 function sha256(text: string): string {

@@ -267,6 +267,23 @@ describe('bash_execute', () => {
         expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('begun\nended\n');
       });
 
+      it('a pid marker rewritten to name another process: "cannot tell", so no probe ever kills what it names', async () => {
+        const { args, call, workspace, execute, inDoubt } = await claimed('echo begun >> log.txt; while [ ! -e go ]; do sleep 0.05; done');
+        const running = execute();
+        while (!fs.existsSync(path.join(workspace, 'log.txt'))) await new Promise((r) => setTimeout(r, 20));
+        const { record } = await inDoubt();
+        const pidFile = path.join(runDirOf(record.intent as BashExecuteIntent, call.key), 'pid');
+        const marker = JSON.parse(fs.readFileSync(pidFile, 'utf8')) as Record<string, unknown>;
+        fs.writeFileSync(pidFile, JSON.stringify({ ...marker, pid: process.pid }));
+        expect(await probe(args, record.intent as BashExecuteIntent, workspace, call.key)).toMatchObject({
+          verdict: 'unknown',
+          detail: expect.stringMatching(/whether it still runs is unknown \(the pid marker .* does not carry this execution's seal/),
+          final: false,
+        });
+        fs.writeFileSync(path.join(workspace, 'go'), '');
+        await running;
+      });
+
       it('an exit marker altered after the command ended: unknown, not the forged result', async () => {
         const { args, call, workspace, execute, inDoubt } = await claimed('echo deploy >> log.txt; echo real; exit 3');
         await execute();
@@ -337,6 +354,11 @@ describe('bash_execute', () => {
       const intent = (await store.get(key))!.intent as BashExecuteIntent;
       expect(fs.existsSync(path.join(intent.markers!.root, key))).toBe(false);
       expect(fs.existsSync(path.join(intent.markers!.root, 'id'))).toBe(true);
+      // The start row stays with the record, and goes when retention purges it.
+      const startRows = () => db.selectFrom('settle_shell_runs').select('kind').where('key', '=', key).execute();
+      expect(await startRows()).toEqual([{ kind: 'started' }]);
+      expect(await store.purgeSettled(0, { trajectoryIds: [trajectoryId] })).toBe(1);
+      expect(await startRows()).toEqual([]);
     });
   });
 });
