@@ -171,19 +171,6 @@ export function workerIdentity(): ProcessIdentity {
   return selfIdentity();
 }
 
-/**
- * Legacy executor (runs recorded as `runs`): writes the durable start marker. Returns false if the
- * run was fenced by a probe (the caller must not start the command: nothing has happened).
- */
-export async function markStarted(location: RunsLocation, key: string, generation: number): Promise<boolean> {
-  const dir = await makeRunDir(location, key, generation);
-  const marker: StartMarker = { kind: 'started', at: new Date().toISOString(), worker: selfIdentity() };
-  const created = await linkExclusive(dir, path.join(dir, 'started'), JSON.stringify(marker));
-  if (!created) return false;
-  await fsyncDir(dir);
-  return true;
-}
-
 /** Executor: the spawned process, for "is it still running?" (not fsync'd: only a hint). */
 export async function recordPid(location: RunsLocation, key: string, generation: number, pid: number, sealKey?: string): Promise<void> {
   const identity = processIdentity(pid);
@@ -336,7 +323,7 @@ async function liveness(
   }
   const child = pidText === null ? null : ProcessIdentity.safeParse(JSON.parse(pidText));
   if (!child?.success) {
-    // Its worker died between the start marker and the spawn, or just after the spawn: a
+    // Its worker died between recording the start and the spawn, or just after the spawn: a
     // sandboxed command dies with its worker, and a spawn that never happened runs nothing.
     return workerState === 'gone'
       ? { kind: 'not_running', why: `its worker (pid ${worker.pid}) is gone and no process was recorded`, workerGone: true }
