@@ -15,8 +15,8 @@
  *   file_edit.before_rename          temporary file written, nothing changed yet
  *   file_edit.after_lease_check      lease checked, rename (the effect) not yet done
  *   file_edit.after_rename           effect done, not yet recorded
- *   bash_execute.after_lease_check   lease checked, no start marker yet, command not started
- *   bash_execute.after_start         start marker written, command spawned and running
+ *   bash_execute.after_lease_check   lease checked, no start row yet, command not started
+ *   bash_execute.after_start         start row committed, command spawned and running
  *   bash_execute.after_run           command finished, exit marker written, not yet recorded
  *   probe.after_answer               a probe answered and applied its verdict, not yet returned
  */

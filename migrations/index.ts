@@ -6,11 +6,13 @@ import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001_endpoint_records';
 import * as m0002 from './0002_malformed_calls';
 import * as m0003 from './0003_capability_budgets';
+import * as m0004 from './0004_shell_runs';
 
 export const migrations: Record<string, Migration> = {
   '0001_endpoint_records': m0001,
   '0002_malformed_calls': m0002,
   '0003_capability_budgets': m0003,
+  '0004_shell_runs': m0004,
 };
 
 export const migrationProvider: MigrationProvider = {

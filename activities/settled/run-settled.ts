@@ -141,7 +141,7 @@ export async function runSettled<Args, Intent, Result>(
     });
   let result: Result;
   try {
-    const ctx = { key: call.key, generation, assertLeaseHeld: () => lease.assertHeld() };
+    const ctx = { key: call.key, generation, assertLeaseHeld: () => lease.assertHeld(), ledger: store.runs };
     result = prepared ? await prepared.value.apply(ctx) : await tool.execute(call.args, intent, env, ctx);
   } catch (err) {
     lease.stop();
@@ -216,7 +216,7 @@ export async function probeRecord<Args, Intent, Result>(
   const verdict: ProbeVerdict<Result> =
     record.intent == null
       ? { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' }
-      : await tool.probe(args, record.intent as Intent, env, { key: record.key, generation: record.generation });
+      : await tool.probe(args, record.intent as Intent, env, { key: record.key, generation: record.generation, ledger: store.runs });
   return { verdict, ...(await applyProbe(store, record, verdict)) };
 }
 

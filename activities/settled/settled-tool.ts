@@ -31,7 +31,27 @@ export interface ExecutionContext {
    * immediately before the effect (docs/design.md#fencing-and-leases: an executor acts only while it holds its lease).
    */
   assertLeaseHeld(): void;
+  /** Where the start of an execution is recorded beyond any sandbox's reach (the worker's database). */
+  ledger?: RunLedger;
 }
+
+/**
+ * The worker's own record of which executions started, kept where no sandboxed command can reach
+ * it (docs/design.md#shell-run-markers). One row per (key, generation): whoever writes it first —
+ * the executor about to start, or a probe fencing — wins.
+ */
+export interface RunLedger {
+  /** Executor: records that this execution starts now. False: a probe fenced it first, nothing may start. */
+  start(at: CallGeneration, by: unknown, sealKey: string): Promise<boolean>;
+  /** Probe: fences the execution unless it started; returns the row that won. */
+  fence(at: CallGeneration, by: unknown): Promise<RunEntry>;
+}
+
+export type RunEntry =
+  /** The executor recorded the start (the command may have run); `sealKey` seals its exit marker. */
+  | { kind: 'started'; by: unknown; sealKey: string; fencedNow: false }
+  /** A probe fenced it (`fencedNow`: this call did): it never starts. */
+  | { kind: 'fenced'; by: unknown; fencedNow: boolean };
 
 export interface SettledTool<Args, Intent, Result> {
   name: string;
@@ -61,7 +81,7 @@ export interface SettledTool<Args, Intent, Result> {
    * fence a prepared effect that has not happened (so a paused executor cannot apply it after a
    * "not applied" verdict).
    */
-  probe(args: Args, intent: Intent, env: ToolEnv, at?: CallGeneration): Promise<ProbeVerdict<Result>>;
+  probe(args: Args, intent: Intent, env: ToolEnv, at?: ProbeContext): Promise<ProbeVerdict<Result>>;
   /**
    * Optional, best effort: the executor recorded this execution's outcome itself (completed or
    * released); the tool may drop what it kept for a probe. Never called after a probe's verdict.
@@ -91,6 +111,11 @@ export interface PreparedEffect<Result> {
 export interface CallGeneration {
   key: string;
   generation: number;
+}
+
+/** What a probe is about: one execution, and the ledger its executor recorded its start in. */
+export interface ProbeContext extends CallGeneration {
+  ledger?: RunLedger;
 }
 
 /** The tool proved that its effect did not happen (e.g. a precondition failed before any write). */

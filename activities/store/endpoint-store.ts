@@ -19,6 +19,7 @@ import type { Actor, RecordState } from '../../core/records';
 import type { EndpointEventRow, EndpointRecordRow, SettleDatabase } from './schema';
 import type { PreparedStatement } from './prepared';
 import { claimStatement, EVENTS, RECORDS, renewStatement, transitionStatement, type TransitionParams } from './statements';
+import { ShellRunStore } from './shell-runs';
 
 /** A record: the logical call it is for (see ClaimRequest), and where it stands. */
 export interface EndpointRecord extends ClaimRequest {
@@ -160,9 +161,12 @@ function buildStatements(db: Kysely<SettleDatabase>) {
 
 export class EndpointStore {
   private readonly statements: ReturnType<typeof buildStatements>;
+  /** Which shell executions started (the start ledger, shell-runs.ts); purged with their records. */
+  readonly runs: ShellRunStore;
 
   constructor(readonly db: Kysely<SettleDatabase>) {
     this.statements = buildStatements(db);
+    this.runs = new ShellRunStore(db);
   }
 
   /**
@@ -324,7 +328,7 @@ export class EndpointStore {
 
   /**
    * Retention: deletes settled records (COMPLETED, NOT_EXECUTED) last changed more than
-   * `olderThanMs` ago, with their events. IN_DOUBT and IN_FLIGHT are never purged. Choose
+   * `olderThanMs` ago, with their events and shell start rows. IN_DOUBT and IN_FLIGHT are never purged. Choose
    * `olderThanMs` longer than any trajectory that may still replay its calls. `trajectoryIds`
    * limits the purge to those trajectories (e.g. one tenant's, or a test's own rows).
    */
@@ -343,6 +347,9 @@ export class EndpointStore {
         return purge.returning('key');
       })
       .with('purged_events', (db) => db.deleteFrom(EVENTS).where('key', 'in', (eb) => eb.selectFrom('purged').select('purged.key')))
+      .with('purged_runs', (db) =>
+        db.deleteFrom('settle_shell_runs').where('key', 'in', (eb) => eb.selectFrom('purged').select('purged.key')),
+      )
       .selectFrom('purged')
       .select((eb) => eb.fn.countAll<string>().as('n'))
       .executeTakeFirstOrThrow();

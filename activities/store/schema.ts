@@ -75,12 +75,24 @@ export interface CapabilitySpendsTable {
   at: ColumnType<Date, never, never>;
 }
 
+/** The start of one shell execution, or a probe's fence (migrations/0004). */
+export interface ShellRunsTable {
+  key: string;
+  generation: number;
+  kind: 'started' | 'fenced';
+  by: ColumnType<unknown, string, string>;
+  seal_key: string | null;
+  // Database clock only: always the column default, now().
+  at: ColumnType<Date, never, never>;
+}
+
 export interface SettleDatabase {
   settle_endpoint_records: EndpointRecordsTable;
   settle_endpoint_events: EndpointEventsTable;
   settle_tool_calls: ToolCallsTable;
   settle_capability_budgets: CapabilityBudgetsTable;
   settle_capability_spends: CapabilitySpendsTable;
+  settle_shell_runs: ShellRunsTable;
 }
 
 export type EndpointRecordRow = Selectable<EndpointRecordsTable>;

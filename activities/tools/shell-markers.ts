@@ -2,25 +2,29 @@
  * Run markers that make a shell command probeable where the facts allow
  * (docs/design.md#shell-run-markers).
  *
- * Each execution of `bash_execute` — one (key, generation) — gets a run directory the worker owns,
- * outside the workspace and invisible inside the sandbox:
+ * The start of each execution of `bash_execute` — one (key, generation) — is a row in the worker's
+ * database (activities/store/shell-runs.ts), committed before the command is spawned: no sandbox
+ * can reach it. Around it, the execution gets a run directory the worker owns, outside the
+ * workspace and invisible inside the sandbox:
  *
- *   <root>/<key>/<generation>/started   written and fsync'd BEFORE the command is spawned
- *   <root>/<key>/<generation>/pid       the spawned process (group leader), best effort
+ *   <root>/<key>/<generation>/pid       the spawned process (group leader), sealed, best effort
  *   <root>/<key>/<generation>/stdout    the captured output, fsync'd …
  *   <root>/<key>/<generation>/stderr
- *   <root>/<key>/<generation>/exit      … then the exit status, renamed into place (the commit point)
+ *   <root>/<key>/<generation>/exit      … then the exit status, sealed, renamed into place
  *
- * Every marker is written by the worker, never from inside the sandbox (whose user may be
- * unprivileged), with the command's own exit status.
+ * These files are evidence that something ran, never that nothing did: a command that escapes its
+ * sandbox as the worker's user could delete or forge them. So their absence never makes a probe
+ * answer "not executed" (only the database can), and the pid and exit markers carry an HMAC keyed
+ * with a secret that exists only in the worker's memory and the start row: a marker that does not
+ * verify makes the probe answer unknown.
  *
- * `started` is created with link(2), which fails if the name exists: a probe that finds no
- * `started` creates it itself as a *fence*, so an executor paused before its start marker can
- * never start the command after the probe's "not executed" verdict.
+ * Intents recorded before the start ledger name their root as `runs` and kept the start in a
+ * `started` file (created with link(2), fenced by a probe the same way): `inspectLegacyRun` reads
+ * those, and its "no start marker" proves nothing any more.
  *
  * The root carries a random id (`<root>/id`) recorded in the call's intent: a probe running where
  * that root is not the same directory (another host, a wiped state directory) reads a different or
- * no id and answers unknown instead of mistaking absent markers for "never started".
+ * no id and answers unknown.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -29,6 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import type { ResourceUsage } from '../../core/observation';
+import type { RunEntry } from '../settled/settled-tool';
 
 /** Where a worker's run directories live; recorded in the intent before the command can start. */
 export interface RunsLocation {
@@ -53,6 +58,10 @@ const StartMarker = z.discriminatedUnion('kind', [
 ]);
 type StartMarker = z.infer<typeof StartMarker>;
 
+const Seal = z.string().regex(/^[0-9a-f]{64}$/);
+
+const SealedPid = ProcessIdentity.extend({ seal: Seal });
+
 const ExitMarker = z.object({
   exit_status: z.number().int(),
   timed_out: z.boolean(),
@@ -62,6 +71,8 @@ const ExitMarker = z.object({
   /** Absent in markers written before per-call cgroups. */
   usage: z.object({ cpu_ms: z.number(), peak_memory_bytes: z.number(), peak_processes: z.number().nullable() }).nullable().optional(),
   at: z.string(),
+  /** HMAC of the marker and the output's hashes (absent in markers of legacy runs). */
+  seal: Seal.optional(),
 });
 
 /** What the command produced, as recorded by its worker. */
@@ -77,7 +88,20 @@ export interface RecordedExit {
   usage?: ResourceUsage | null;
 }
 
-/** The facts a probe can establish about one execution. */
+/** What the files of one execution whose start is in the ledger say (readRunFiles). */
+export type RunFiles =
+  /** The markers of this root cannot be read from here. */
+  | { kind: 'unreachable'; detail: string }
+  /** No file of this execution (its directory may exist, empty). */
+  | { kind: 'none' }
+  /** A sealed exit marker: the command ran to its end, this is what its worker recorded. */
+  | { kind: 'exited'; result: RecordedExit }
+  /** Files that this execution's worker cannot have written as they are: forged, damaged or out of place. */
+  | { kind: 'tampered'; detail: string; dir: string }
+  /** No exit marker: whether it still runs, from the start row's worker and the sealed pid. */
+  | { kind: 'no_exit'; running: Liveness; dir: string };
+
+/** The facts a probe can establish about one execution of a legacy intent (start kept in a file). */
 export type RunFacts =
   /** The markers of this root cannot be read from here: nothing can be concluded. */
   | { kind: 'unreachable'; detail: string }
@@ -132,27 +156,37 @@ export function runDir(location: RunsLocation, key: string, generation: number):
   return path.join(location.root, name, String(generation));
 }
 
-/**
- * Executor: writes the durable start marker. Returns false if the run was fenced by a probe
- * (the caller must not start the command: nothing has happened).
- */
-export async function markStarted(location: RunsLocation, key: string, generation: number): Promise<boolean> {
-  const dir = await makeRunDir(location, key, generation);
-  const marker: StartMarker = { kind: 'started', at: new Date().toISOString(), worker: selfIdentity() };
-  const created = await linkExclusive(dir, path.join(dir, 'started'), JSON.stringify(marker));
-  if (!created) return false;
-  await fsyncDir(dir);
-  return true;
+/** Executor, before it records the start: the run directory for the pid, output and exit markers. */
+export async function prepareRun(location: RunsLocation, key: string, generation: number): Promise<void> {
+  await makeRunDir(location, key, generation);
+}
+
+/** A new secret for one execution's markers; kept only in the worker's memory and the start row. */
+export function newSealKey(): string {
+  return crypto.randomBytes(32).toString('hex');
+}
+
+/** The identity the start row and a probe's fence record: who wrote it, for "is its worker alive?". */
+export function workerIdentity(): ProcessIdentity {
+  return selfIdentity();
 }
 
 /** Executor: the spawned process, for "is it still running?" (not fsync'd: only a hint). */
-export async function recordPid(location: RunsLocation, key: string, generation: number, pid: number): Promise<void> {
+export async function recordPid(location: RunsLocation, key: string, generation: number, pid: number, sealKey?: string): Promise<void> {
   const identity = processIdentity(pid);
-  if (identity) await fs.writeFile(path.join(runDir(location, key, generation), 'pid'), JSON.stringify(identity));
+  if (!identity) return;
+  const marker = sealKey ? { ...identity, seal: seal(sealKey, 'pid', key, generation, JSON.stringify(identity)) } : identity;
+  await fs.writeFile(path.join(runDir(location, key, generation), 'pid'), JSON.stringify(marker));
 }
 
-/** Executor: the output, then the exit marker (atomic rename, fsync'd). */
-export async function markExited(location: RunsLocation, key: string, generation: number, result: RecordedExit): Promise<void> {
+/** Executor: the output, then the exit marker (atomic rename, fsync'd), sealed when given the execution's key. */
+export async function markExited(
+  location: RunsLocation,
+  key: string,
+  generation: number,
+  result: RecordedExit,
+  sealKey?: string,
+): Promise<void> {
   const dir = runDir(location, key, generation);
   await writeDurably(path.join(dir, 'stdout'), result.stdout);
   await writeDurably(path.join(dir, 'stderr'), result.stderr);
@@ -165,6 +199,7 @@ export async function markExited(location: RunsLocation, key: string, generation
     usage: result.usage ?? null,
     at: new Date().toISOString(),
   };
+  if (sealKey) marker.seal = seal(sealKey, 'exit', key, generation, exitSealed(marker, result.stdout, result.stderr));
   const tmp = path.join(dir, `.exit.${process.pid}.tmp`);
   await writeDurably(tmp, JSON.stringify(marker));
   await fs.rename(tmp, path.join(dir, 'exit'));
@@ -179,20 +214,56 @@ export async function removeRun(location: RunsLocation, key: string, generation:
 }
 
 /**
- * Probe: reads the markers of one execution, fencing it first if it never started. A process
+ * Probe, for an execution whose start row (or fence) the ledger holds: what its files say. Never
+ * throws on what it reads: a file that is missing, unreadable or does not verify is reported, and
+ * only a sealed exit marker counts as the command's result. A fenced execution has no files
+ * (nothing started): any found is tampering.
+ */
+export async function readRunFiles(location: RunsLocation, key: string, generation: number, entry: RunEntry): Promise<RunFiles> {
+  const unreachable = await checkRoot(location);
+  if (unreachable) return { kind: 'unreachable', detail: unreachable };
+  const dir = runDir(location, key, generation);
+  try {
+    if (entry.kind === 'fenced') {
+      const found = (await fs.readdir(dir).catch(() => [] as string[])).filter((name) => !name.startsWith('.'));
+      return found.length === 0
+        ? { kind: 'none' }
+        : {
+            kind: 'tampered',
+            dir,
+            detail: `files ${found.join(', ')} in ${dir}, but the database says this execution was fenced and never started`,
+          };
+    }
+    const exitText = await readIfExists(path.join(dir, 'exit'));
+    if (exitText !== null) {
+      const marker = ExitMarker.parse(JSON.parse(exitText));
+      const stdout = await fs.readFile(path.join(dir, 'stdout'), 'utf8');
+      const stderr = await fs.readFile(path.join(dir, 'stderr'), 'utf8');
+      const { seal: found, ...sealed } = marker;
+      const expected = seal(entry.sealKey, 'exit', key, generation, exitSealedText(exitText, stdout, stderr));
+      if (!found || !sameSeal(found, expected)) {
+        return { kind: 'tampered', dir, detail: `the exit marker in ${dir} does not carry this execution's seal (forged or altered)` };
+      }
+      return { kind: 'exited', result: recordedExit(sealed, stdout, stderr) };
+    }
+    const worker = ProcessIdentity.safeParse(entry.by);
+    const running: Liveness = worker.success
+      ? await liveness(dir, worker.data, { key, generation, sealKey: entry.sealKey })
+      : { kind: 'cannot_tell', why: 'the start row names no worker process' };
+    return { kind: 'no_exit', running, dir };
+  } catch (err) {
+    return { kind: 'tampered', dir, detail: `the markers in ${dir} cannot be read as written (${(err as Error).message})` };
+  }
+}
+
+/**
+ * Legacy probe (intents with `runs`): reads the markers of one execution, fencing it first if it never started. A process
  * group still running although its worker is dead is killed (a dead worker's command dies with
  * it, docs/design.md#shell-run-markers); the verdict then stays unknown, as the effect may be partial.
  */
-export async function inspectRun(location: RunsLocation, key: string, generation: number): Promise<RunFacts> {
-  const idHere = await readIfExists(path.join(location.root, 'id')).catch((err: Error) => `unreadable (${err.message})`);
-  if (idHere?.trim() !== location.id) {
-    return {
-      kind: 'unreachable',
-      detail:
-        `the run markers are not readable here: ${location.root} has id ${idHere === null ? 'none' : JSON.stringify(idHere.trim())}, ` +
-        `the intent recorded ${JSON.stringify(location.id)} (another host, or the state directory was wiped)`,
-    };
-  }
+export async function inspectLegacyRun(location: RunsLocation, key: string, generation: number): Promise<RunFacts> {
+  const unreachable = await checkRoot(location);
+  if (unreachable) return { kind: 'unreachable', detail: unreachable };
   const dir = runDir(location, key, generation);
   const exit = await readExit(dir);
   if (exit) return { kind: 'exited', result: exit };
@@ -215,7 +286,22 @@ export async function inspectRun(location: RunsLocation, key: string, generation
   return { kind: 'started', running: await liveness(dir, start.worker), dir };
 }
 
-async function liveness(dir: string, worker: ProcessIdentity): Promise<Liveness> {
+/** Null when `location` is this root; else why its markers cannot be read here. */
+async function checkRoot(location: RunsLocation): Promise<string | null> {
+  const idHere = await readIfExists(path.join(location.root, 'id')).catch((err: Error) => `unreadable (${err.message})`);
+  if (idHere?.trim() === location.id) return null;
+  return (
+    `the run markers are not readable here: ${location.root} has id ${idHere === null ? 'none' : JSON.stringify(idHere.trim())}, ` +
+    `the intent recorded ${JSON.stringify(location.id)} (another host, or the state directory was wiped)`
+  );
+}
+
+/** With `sealed`, a pid marker counts only if it carries this execution's seal (a forged one would name a process to kill). */
+async function liveness(
+  dir: string,
+  worker: ProcessIdentity,
+  sealed?: { key: string; generation: number; sealKey: string },
+): Promise<Liveness> {
   const here = selfIdentity();
   if (worker.boot_id !== here.boot_id) {
     return worker.host === here.host
@@ -227,10 +313,17 @@ async function liveness(dir: string, worker: ProcessIdentity): Promise<Liveness>
       : { kind: 'cannot_tell', why: `it started on host ${worker.host}; this probe runs on ${here.host}` };
   }
   const pidText = await readIfExists(path.join(dir, 'pid'));
-  const child = pidText === null ? null : ProcessIdentity.safeParse(JSON.parse(pidText));
   const workerState = processState(worker);
+  if (pidText !== null && sealed) {
+    const marker = SealedPid.safeParse(JSON.parse(pidText));
+    const expected = seal(sealed.sealKey, 'pid', sealed.key, sealed.generation, withoutSeal(pidText));
+    if (!marker.success || !sameSeal(marker.data.seal, expected)) {
+      return { kind: 'cannot_tell', why: `the pid marker in ${dir} does not carry this execution's seal (forged or altered)` };
+    }
+  }
+  const child = pidText === null ? null : ProcessIdentity.safeParse(JSON.parse(pidText));
   if (!child?.success) {
-    // Its worker died between the start marker and the spawn, or just after the spawn: a
+    // Its worker died between recording the start and the spawn, or just after the spawn: a
     // sandboxed command dies with its worker, and a spawn that never happened runs nothing.
     return workerState === 'gone'
       ? { kind: 'not_running', why: `its worker (pid ${worker.pid}) is gone and no process was recorded`, workerGone: true }
@@ -279,9 +372,13 @@ async function readExit(dir: string): Promise<RecordedExit | null> {
   const text = await readIfExists(path.join(dir, 'exit'));
   if (text === null) return null;
   const marker = ExitMarker.parse(JSON.parse(text));
+  return recordedExit(marker, await fs.readFile(path.join(dir, 'stdout'), 'utf8'), await fs.readFile(path.join(dir, 'stderr'), 'utf8'));
+}
+
+function recordedExit(marker: Omit<z.infer<typeof ExitMarker>, 'seal'>, stdout: string, stderr: string): RecordedExit {
   return {
-    stdout: await fs.readFile(path.join(dir, 'stdout'), 'utf8'),
-    stderr: await fs.readFile(path.join(dir, 'stderr'), 'utf8'),
+    stdout,
+    stderr,
     exitStatus: marker.exit_status,
     timedOut: marker.timed_out,
     truncated: marker.truncated,
@@ -289,6 +386,35 @@ async function readExit(dir: string): Promise<RecordedExit | null> {
     note: marker.note,
     usage: marker.usage ?? null,
   };
+}
+
+/** HMAC-SHA256 of one marker of one execution: binds its content to the key, generation and kind. */
+function seal(sealKey: string, kind: 'pid' | 'exit', key: string, generation: number, content: string): string {
+  return crypto.createHmac('sha256', Buffer.from(sealKey, 'hex')).update(`${kind}\n${key}\n${generation}\n${content}`).digest('hex');
+}
+
+/** What an exit marker's seal covers: the marker as written (without its seal) and the output's hashes. */
+function exitSealed(marker: Omit<z.infer<typeof ExitMarker>, 'seal'>, stdout: string, stderr: string): string {
+  return `${sha256(stdout)}\n${sha256(stderr)}\n${JSON.stringify(marker)}`;
+}
+
+/** The same text, from the marker as read. */
+function exitSealedText(text: string, stdout: string, stderr: string): string {
+  return `${sha256(stdout)}\n${sha256(stderr)}\n${withoutSeal(text)}`;
+}
+
+/** A sealed marker's JSON as it was before its seal was added (its fields in the order written). */
+function withoutSeal(text: string): string {
+  const { seal: _seal, ...marker } = JSON.parse(text) as Record<string, unknown>;
+  return JSON.stringify(marker);
+}
+
+function sha256(text: string): string {
+  return crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+function sameSeal(a: string, b: string): boolean {
+  return a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }
 
 /** Creates `target` with `content`, complete and fsync'd, only if it does not exist (link(2) is atomic). */

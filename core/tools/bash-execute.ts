@@ -38,8 +38,14 @@ export interface BashExecuteIntent {
   /** With `network`: the capability's `host:` objects the egress proxy allowed. Absent before egress existed. */
   egress?: string[];
   /**
-   * Where the executing worker keeps the run markers (docs/design.md#shell-run-markers): its
-   * root directory and that root's id. Absent in intents recorded before markers existed.
+   * Where the executing worker keeps the run markers (docs/design.md#shell-run-markers): its root
+   * directory and that root's id; the start itself is a row in the worker's database.
+   */
+  markers?: { root: string; id: string };
+  /**
+   * The same, in intents recorded before the start ledger (the start kept in a file). A new intent
+   * names `markers` instead, so that a worker of that older version answers unknown for it rather
+   * than reading a missing start file as "never started".
    */
   runs?: { root: string; id: string };
 }

@@ -52,6 +52,8 @@ function startWorkerProcess(
 }
 
 interface Scenario {
+  /** Without a failpoint: runs while worker A works; worker A is SIGKILLed when it returns. */
+  beforeKill?: (file: string, trajectoryId: string) => Promise<void>;
   /** Runs after worker A died, before worker B starts. */
   afterCrash?: (file: string) => void;
   /** Runs while worker B works on the trajectory. */
@@ -64,7 +66,8 @@ async function crashScenario(
     | 'file_edit.after_rename'
     | 'bash_execute.after_lease_check'
     | 'bash_execute.after_start'
-    | 'bash_execute.after_run',
+    | 'bash_execute.after_run'
+    | null,
   scenario: Scenario & { call?: (file: string) => { call_id: string; tool: string; args: Record<string, unknown> } } = {},
 ) {
   const workspace = tempWorkspace('chaos');
@@ -76,7 +79,7 @@ async function crashScenario(
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const client = new Client({ connection });
   try {
-    const workerA = startWorkerProcess(taskQueue, `${failpoint}=kill`);
+    const workerA = startWorkerProcess(taskQueue, failpoint ? `${failpoint}=kill` : '');
     const handle = await client.workflow.start('trajectoryWorkflow', {
       taskQueue,
       workflowId: trajectoryId,
@@ -99,7 +102,11 @@ async function crashScenario(
         },
       ],
     });
-    // Worker A kills itself (SIGKILL) at the failpoint.
+    // Worker A kills itself (SIGKILL) at the failpoint, or is killed once `beforeKill` returns.
+    if (scenario.beforeKill) {
+      await scenario.beforeKill(file, trajectoryId);
+      workerA.child.kill('SIGKILL');
+    }
     expect(await workerA.exited).toBe('SIGKILL');
     scenario.afterCrash?.(file);
 
@@ -193,7 +200,7 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
   const trail = (events: { generation: number; fromState: string; toState: string; actor: string }[]) =>
     events.map((e) => [e.generation, e.fromState, e.toState, e.actor.split(':')[0]]);
 
-  it('killed before the exec: the probe finds no start marker, settles NOT_EXECUTED, and the command runs once', async () => {
+  it('killed before the exec: the probe finds no start row, settles NOT_EXECUTED, and the command runs once', async () => {
     const { result, file, events, record } = await crashScenario('bash_execute.after_lease_check', { call: deploy });
     expect(fs.readFileSync(`${file}.log`, 'utf8')).toBe('deployed\n');
     expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'executed', observation: { output: 'out\n', exit_status: 0 } });
@@ -207,7 +214,7 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
       [2, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'],
       [2, 'IN_FLIGHT', 'COMPLETED', 'worker'],
     ]);
-    expect(events[3]!.detail).toMatchObject({ op: 'settle', reason: expect.stringMatching(/no start marker/) });
+    expect(events[3]!.detail).toMatchObject({ op: 'settle', reason: expect.stringMatching(/no start row in the database/) });
   });
 
   it('killed after the command exited, before completing: the probe settles COMPLETED with the recorded output, nothing runs again', async () => {
@@ -268,6 +275,48 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
         ['IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
         ['IN_DOUBT', 'COMPLETED', 'operator:bob'],
       ]);
+    },
+  );
+
+  // Issue 27: a sandboxed command that reaches the worker's run directory (a sandbox escape, a
+  // non-root worker) deletes another call's markers; that call's worker dies mid-command. The
+  // probe must not read the missing files as "never started": the command ran, once.
+  it(
+    'markers deleted by a sandboxed command, worker killed mid-command: the probe does not answer not applied and the command runs once',
+    { timeout: 150_000 },
+    async () => {
+      const { result, file, events, record } = await crashScenario(null, {
+        call: (f) => ({
+          call_id: 'deploy',
+          tool: 'bash_execute',
+          args: { command: `echo deploy started >> ${path.basename(f)}.log; sleep 30; echo deploy finished >> ${path.basename(f)}.log` },
+        }),
+        beforeKill: async (f, trajectoryId) => {
+          await waitFor(async () => fs.existsSync(`${f}.log`));
+          const { key, intent } = (await store.list({ trajectoryId }))[0]!;
+          const markers = intent as { runs?: { root: string }; markers?: { root: string } };
+          const dir = path.join((markers.markers ?? markers.runs)!.root, key, '1');
+          expect(fs.readdirSync(dir)).not.toEqual([]);
+          // What the escaped command does: every file the worker keeps for this run, gone.
+          for (const name of fs.readdirSync(dir)) fs.rmSync(path.join(dir, name), { force: true });
+        },
+        whileRunning: async (handle, key) => {
+          // Either the trajectory waits for an operator, or (the defect) it ran the command again and finished.
+          await waitFor(async () => {
+            const d = await handle.describe();
+            return d.status.name !== 'RUNNING' || d.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator';
+          });
+          if ((await handle.describe()).status.name !== 'RUNNING') return;
+          expect(await currentDetails(handle)).toMatch(/started/);
+          await handle.executeUpdate(settleCallUpdate, {
+            args: [{ key, verdict: 'applied', operator: 'carol', reason: 'deploy log shows one start' }],
+          });
+        },
+      });
+      expect(fs.readFileSync(`${file}.log`, 'utf8')).toBe('deploy started\n');
+      expect(events.map((e) => e.toState)).not.toContain('NOT_EXECUTED');
+      expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
+      expect(record).toMatchObject({ generation: 1, settledBy: 'operator:carol' });
     },
   );
 });

@@ -112,7 +112,7 @@ describe('zombie executor (SIGSTOP past its lease, then SIGCONT), in every phase
   const phases: (Phase & { phase: string })[] = [
     { phase: 'before the claim that records the intent', failpoint: 'settled.before_intent', tool: 'bash_execute' },
     { phase: 'claimed with its intent, before executing', failpoint: 'settled.after_claim', tool: 'bash_execute' },
-    { phase: 'between the lease check and the start marker', failpoint: 'bash_execute.after_lease_check', tool: 'bash_execute' },
+    { phase: 'between the lease check and the start row', failpoint: 'bash_execute.after_lease_check', tool: 'bash_execute' },
     { phase: 'between the lease check and the rename', failpoint: 'file_edit.after_lease_check', tool: 'file_edit' },
     { phase: 'during the edit (prepared, not renamed)', failpoint: 'file_edit.before_rename', tool: 'file_edit' },
     { phase: 'during the command', failpoint: 'bash_execute.after_start', tool: 'bash_execute', resumeBeforeSettled: true },

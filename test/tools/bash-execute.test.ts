@@ -23,7 +23,12 @@ async function run(command: string, opts: { timeout_ms?: number; network?: boole
   const env = { workspace, network: opts.network ?? false, ...(opts.egress ? { egress: opts.egress } : {}) };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
-  const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('bash'), generation: 1, assertLeaseHeld: () => {} });
+  const obs = await bashExecute.execute(args, plan.intent, env, {
+    key: uniqueId('bash'),
+    generation: 1,
+    assertLeaseHeld: () => {},
+    ledger: store.runs,
+  });
   return { obs, workspace, intent: plan.intent };
 }
 
@@ -136,6 +141,9 @@ describe('bash_execute', () => {
   });
 
   describe('probe (run markers, docs/design.md#shell-run-markers)', () => {
+    const probe = (args: BashExecuteArgs, intent: BashExecuteIntent, workspace: string, key: string) =>
+      bashExecute.probe(args, intent, { workspace }, { key, generation: 1, ledger: store.runs });
+
     /** A claimed call with its intent recorded, as the executor left it; the test plays the executor. */
     async function claimed(command: string) {
       const workspace = tempWorkspace('bash');
@@ -147,27 +155,30 @@ describe('bash_execute', () => {
       if (plan.kind !== 'proceed') throw new Error('expected proceed');
       const claim = await store.claim(call, { leaseMs: 60_000, holder: 'dead', intent: plan.intent });
       expect(claim.kind).toBe('claimed');
-      const execute = () => bashExecute.execute(args, plan.intent, { workspace }, { key, generation: 1, assertLeaseHeld: () => {} });
+      const execute = () =>
+        bashExecute.execute(args, plan.intent, { workspace }, { key, generation: 1, assertLeaseHeld: () => {}, ledger: store.runs });
       const inDoubt = async () => {
         await store.markInDoubt(key, 1, 'worker died', 'worker:dead');
         const record = (await store.get(key))!;
-        const verdict = await bashExecute.probe(args, record.intent as never, { workspace }, { key, generation: 1 });
+        const verdict = await bashExecute.probe(args, record.intent as never, { workspace }, { key, generation: 1, ledger: store.runs });
         return { record, verdict };
       };
       return { workspace, call, args, execute, inDoubt };
     }
 
-    it('no start marker: NOT_EXECUTED for certain, and the fence keeps a paused executor from starting it later', async () => {
+    it('no start row: NOT_EXECUTED for certain, and the fence keeps a paused executor from starting it later', async () => {
       const { workspace, call, args, execute, inDoubt } = await claimed('echo deploy >> log.txt');
-      // The executor recorded its intent and stopped before the start marker.
+      // The executor recorded its intent and stopped before the start row.
       const { record, verdict } = await inDoubt();
       expect(verdict).toMatchObject({ verdict: 'not_applied', detail: expect.stringMatching(/never started \(fenced now/) });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
       // Repeatable: the fence answers the same.
-      expect(await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+      expect(
+        await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1, ledger: store.runs }),
+      ).toMatchObject({
         verdict: 'not_applied',
       });
-      // The paused executor resumes: its start marker is refused, nothing runs.
+      // The paused executor resumes: its start row is refused, nothing runs.
       await expect(execute()).rejects.toBeInstanceOf(NoEffect);
       expect(fs.existsSync(path.join(workspace, 'log.txt'))).toBe(false);
       // The next generation runs it, once.
@@ -206,29 +217,121 @@ describe('bash_execute', () => {
       expect((await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' })).kind).toBe('in_doubt');
       fs.writeFileSync(path.join(workspace, 'go'), '');
       await running;
-      expect(await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+      expect(
+        await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1, ledger: store.runs }),
+      ).toMatchObject({
         verdict: 'applied',
       });
       expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('begun\nended\n');
     });
 
-    it('markers not readable where the probe runs (another root id): unknown, never "not started"', async () => {
-      const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
+    it('markers not readable where the probe runs (another root id): unknown for a started run', async () => {
+      const { args, call, workspace, execute, inDoubt } = await claimed('echo deploy >> log.txt');
+      await execute();
       const { record } = await inDoubt();
-      const intent = { ...(record.intent as BashExecuteIntent), runs: { root: tempWorkspace('other-root'), id: 'another-id' } };
-      expect(await bashExecute.probe(args, intent, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+      const intent = { ...(record.intent as BashExecuteIntent), markers: { root: tempWorkspace('other-root'), id: 'another-id' } };
+      expect(await probe(args, intent, workspace, call.key)).toMatchObject({
         verdict: 'unknown',
-        detail: expect.stringMatching(/run markers are not readable here/),
+        detail: expect.stringMatching(/started \(database\); the run markers are not readable here/),
       });
     });
 
     it('an intent recorded before run markers existed: unknown, for an operator', async () => {
       const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
       const { record } = await inDoubt();
-      const { runs: _runs, ...intent } = record.intent as BashExecuteIntent;
-      expect(await bashExecute.probe(args, intent, { workspace }, { key: call.key, generation: 1 })).toMatchObject({
+      const { markers: _markers, ...intent } = record.intent as BashExecuteIntent;
+      expect(await probe(args, intent, workspace, call.key)).toMatchObject({
         verdict: 'unknown',
-        detail: expect.stringMatching(/no run markers were kept/),
+        detail: expect.stringMatching(/no start record was kept/),
+      });
+    });
+
+    // Issue 27: the files are reachable by a command that escapes its sandbox as the worker's user.
+    describe('evidence a sandboxed command could tamper with', () => {
+      const runDirOf = (intent: BashExecuteIntent, key: string) => path.join(intent.markers!.root, key, '1');
+
+      it('the run directory emptied while the command runs: unknown (the database says it started), never not applied', async () => {
+        const { args, call, workspace, execute, inDoubt } = await claimed(
+          'echo begun >> log.txt; while [ ! -e go ]; do sleep 0.05; done; echo ended >> log.txt',
+        );
+        const running = execute();
+        while (!fs.existsSync(path.join(workspace, 'log.txt'))) await new Promise((r) => setTimeout(r, 20));
+        const { record } = await inDoubt();
+        const dir = runDirOf(record.intent as BashExecuteIntent, call.key);
+        for (const name of fs.readdirSync(dir)) fs.rmSync(path.join(dir, name), { force: true });
+        const verdict = await probe(args, record.intent as BashExecuteIntent, workspace, call.key);
+        expect(verdict).toMatchObject({ verdict: 'unknown', detail: expect.stringMatching(/started and no exit was recorded/) });
+        expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false });
+        fs.writeFileSync(path.join(workspace, 'go'), '');
+        await running;
+        expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('begun\nended\n');
+      });
+
+      it('a pid marker rewritten to name another process: "cannot tell", so no probe ever kills what it names', async () => {
+        const { args, call, workspace, execute, inDoubt } = await claimed('echo begun >> log.txt; while [ ! -e go ]; do sleep 0.05; done');
+        const running = execute();
+        while (!fs.existsSync(path.join(workspace, 'log.txt'))) await new Promise((r) => setTimeout(r, 20));
+        const { record } = await inDoubt();
+        const pidFile = path.join(runDirOf(record.intent as BashExecuteIntent, call.key), 'pid');
+        const marker = JSON.parse(fs.readFileSync(pidFile, 'utf8')) as Record<string, unknown>;
+        fs.writeFileSync(pidFile, JSON.stringify({ ...marker, pid: process.pid }));
+        expect(await probe(args, record.intent as BashExecuteIntent, workspace, call.key)).toMatchObject({
+          verdict: 'unknown',
+          detail: expect.stringMatching(/whether it still runs is unknown \(the pid marker .* does not carry this execution's seal/),
+          final: false,
+        });
+        fs.writeFileSync(path.join(workspace, 'go'), '');
+        await running;
+      });
+
+      it('an exit marker altered after the command ended: unknown, not the forged result', async () => {
+        const { args, call, workspace, execute, inDoubt } = await claimed('echo deploy >> log.txt; echo real; exit 3');
+        await execute();
+        const { record } = await inDoubt();
+        const dir = runDirOf(record.intent as BashExecuteIntent, call.key);
+        fs.writeFileSync(path.join(dir, 'stdout'), 'forged\n');
+        const verdict = await probe(args, record.intent as BashExecuteIntent, workspace, call.key);
+        expect(verdict).toMatchObject({ verdict: 'unknown', detail: expect.stringMatching(/does not carry this execution's seal/) });
+        // A marker rewritten whole, without the seal only the worker and the database know: the same.
+        const exit = JSON.parse(fs.readFileSync(path.join(dir, 'exit'), 'utf8')) as Record<string, unknown>;
+        fs.writeFileSync(path.join(dir, 'stdout'), 'real\n');
+        fs.writeFileSync(path.join(dir, 'exit'), JSON.stringify({ ...exit, exit_status: 0 }));
+        expect(await probe(args, record.intent as BashExecuteIntent, workspace, call.key)).toMatchObject({ verdict: 'unknown' });
+        fs.writeFileSync(path.join(dir, 'exit'), JSON.stringify(exit));
+        expect(await probe(args, record.intent as BashExecuteIntent, workspace, call.key)).toMatchObject({
+          verdict: 'applied',
+          result: { output: 'real\n', exit_status: 3 },
+        });
+      });
+
+      it('an exit marker planted for a run that never started: unknown, and the fence still keeps it from starting', async () => {
+        const { args, call, workspace, execute, inDoubt } = await claimed('echo deploy >> log.txt');
+        const { record } = await inDoubt();
+        const intent = record.intent as BashExecuteIntent;
+        const dir = runDirOf(intent, call.key);
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(path.join(dir, 'stdout'), 'deployed\n');
+        fs.writeFileSync(path.join(dir, 'stderr'), '');
+        fs.writeFileSync(
+          path.join(dir, 'exit'),
+          JSON.stringify({ exit_status: 0, timed_out: false, truncated: false, sandbox: 'bubblewrap', note: null, at: '' }),
+        );
+        expect(await probe(args, intent, workspace, call.key)).toMatchObject({
+          verdict: 'unknown',
+          detail: expect.stringMatching(/the database says this execution was fenced and never started: evidence was tampered with/),
+        });
+        await expect(execute()).rejects.toBeInstanceOf(NoEffect);
+        expect(fs.existsSync(path.join(workspace, 'log.txt'))).toBe(false);
+      });
+
+      it('an intent recorded before the start ledger, no start file: unknown (a sandboxed command could have removed it)', async () => {
+        const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
+        const { record } = await inDoubt();
+        const { markers, ...rest } = record.intent as BashExecuteIntent;
+        expect(await probe(args, { ...rest, runs: markers }, workspace, call.key)).toMatchObject({
+          verdict: 'unknown',
+          detail: expect.stringMatching(/kept the start only in a file a sandboxed command could remove/),
+        });
       });
     });
 
@@ -249,8 +352,13 @@ describe('bash_execute', () => {
       );
       expect(outcome).toMatchObject({ kind: 'completed', replayed: false });
       const intent = (await store.get(key))!.intent as BashExecuteIntent;
-      expect(fs.existsSync(path.join(intent.runs!.root, key))).toBe(false);
-      expect(fs.existsSync(path.join(intent.runs!.root, 'id'))).toBe(true);
+      expect(fs.existsSync(path.join(intent.markers!.root, key))).toBe(false);
+      expect(fs.existsSync(path.join(intent.markers!.root, 'id'))).toBe(true);
+      // The start row stays with the record, and goes when retention purges it.
+      const startRows = () => db.selectFrom('settle_shell_runs').select('kind').where('key', '=', key).execute();
+      expect(await startRows()).toEqual([{ kind: 'started' }]);
+      expect(await store.purgeSettled(0, { trajectoryIds: [trajectoryId] })).toBe(1);
+      expect(await startRows()).toEqual([]);
     });
   });
 });

@@ -7,11 +7,15 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { bashExecute } from '../../activities/tools/bash-execute';
 import { cgroupSupport, createCallCgroup, resetCgroupSupport } from '../../activities/tools/sandbox-cgroup';
 import type { BashExecuteArgs } from '../../core/tools/bash-execute';
-import { tempWorkspace, uniqueId } from '../support/env';
+import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+
+const db = openTestDb(2);
+const store = testStore(db);
+afterAll(() => db.destroy());
 
 async function run(command: string) {
   const workspace = tempWorkspace('cgroup');
@@ -19,7 +23,12 @@ async function run(command: string) {
   const env = { workspace, network: false };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
-  return bashExecute.execute(args, plan.intent, env, { key: uniqueId('cgroup'), generation: 1, assertLeaseHeld: () => {} });
+  return bashExecute.execute(args, plan.intent, env, {
+    key: uniqueId('cgroup'),
+    generation: 1,
+    assertLeaseHeld: () => {},
+    ledger: store.runs,
+  });
 }
 
 const saved = { root: process.env.SETTLE_CGROUP_ROOT, total: process.env.SETTLE_SANDBOX_CALL_MEMORY_MIB };

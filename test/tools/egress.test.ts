@@ -53,7 +53,12 @@ async function run(command: string, grant: { network: boolean; egress?: string[]
   const env = { workspace, ...grant };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
-  const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('egress'), generation: 1, assertLeaseHeld: () => {} });
+  const obs = await bashExecute.execute(args, plan.intent, env, {
+    key: uniqueId('egress'),
+    generation: 1,
+    assertLeaseHeld: () => {},
+    ledger: store.runs,
+  });
   return { obs, intent: plan.intent };
 }
 

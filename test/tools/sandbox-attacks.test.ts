@@ -25,7 +25,12 @@ async function run(command: string, opts: { timeout_ms?: number; workspace?: str
   const env = { workspace, network: false };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
-  const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('attack'), generation: 1, assertLeaseHeld: () => {} });
+  const obs = await bashExecute.execute(args, plan.intent, env, {
+    key: uniqueId('attack'),
+    generation: 1,
+    assertLeaseHeld: () => {},
+    ledger: store.runs,
+  });
   return { obs, workspace };
 }
 
