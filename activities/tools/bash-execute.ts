@@ -42,10 +42,13 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
     if (runs && !(await markStarted(runs, ctx.key, ctx.generation))) {
       throw new NoEffect('a probe fenced this execution (no start marker was found) while this executor was paused; command not started');
     }
+    // Without the root there is nothing to open the workspace from: fail closed.
+    if (!env.workspaceRoot) throw new NoEffect('the worker named no workspace root for this call; command not started');
     let spawned: Promise<void> = Promise.resolve();
     const r = await runInSandbox({
       command: args.command,
       workspace: env.workspace,
+      workspaceRoot: env.workspaceRoot,
       timeoutMs: args.timeout_ms,
       network: intent.network,
       egress: intent.egress ?? [],

@@ -11,12 +11,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { bashExecute } from '../../activities/tools/bash-execute';
 import { cgroupSupport, createCallCgroup, resetCgroupSupport } from '../../activities/tools/sandbox-cgroup';
 import type { BashExecuteArgs } from '../../core/tools/bash-execute';
-import { tempWorkspace, uniqueId } from '../support/env';
+import { tempWorkspace, testWorkspaceRoot, uniqueId } from '../support/env';
 
 async function run(command: string) {
   const workspace = tempWorkspace('cgroup');
   const args: BashExecuteArgs = { command, timeout_ms: 60_000 };
-  const env = { workspace, network: false };
+  const env = { workspace, workspaceRoot: testWorkspaceRoot(), network: false };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   return bashExecute.execute(args, plan.intent, env, { key: uniqueId('cgroup'), generation: 1, assertLeaseHeld: () => {} });

@@ -12,7 +12,7 @@ import { runSettled } from '../../activities/settled/run-settled';
 import { resetSandboxProbe, SANDBOX_DEFAULT_LIMITS } from '../../activities/tools/sandbox';
 import { deriveKey } from '../../core/key';
 import type { BashExecuteArgs } from '../../core/tools/bash-execute';
-import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 const db = openTestDb(2);
@@ -22,7 +22,7 @@ afterAll(() => db.destroy());
 async function run(command: string, opts: { timeout_ms?: number; workspace?: string } = {}) {
   const workspace = opts.workspace ?? tempWorkspace('attack');
   const args: BashExecuteArgs = { command, timeout_ms: opts.timeout_ms ?? 30_000 };
-  const env = { workspace, network: false };
+  const env = { workspace, workspaceRoot: testWorkspaceRoot(), network: false };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('attack'), generation: 1, assertLeaseHeld: () => {} });
@@ -41,7 +41,7 @@ async function runThroughRecord(command: string, workspace: string) {
     tool: 'bash_execute',
     args,
   };
-  return runSettled(store, bashExecute, call, { workspace, network: false }, { leaseMs: 10_000, holder: 'attack-test' });
+  return runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot(), network: false }, { leaseMs: 10_000, holder: 'attack-test' });
 }
 
 describe('privileges (item 1)', () => {
