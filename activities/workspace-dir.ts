@@ -56,7 +56,9 @@ export function openWorkspace(workspace: string, root: string): OpenedWorkspace 
       if (at !== root) {
         const writable = sandboxCanWrite(fs.fstatSync(fd));
         if (writable)
-          return { refusal: `workspace ${workspace} passes through ${at}, which a sandboxed command can write (${writable}); ${ANCESTOR_RULE}` };
+          return {
+            refusal: `workspace ${workspace} passes through ${at}, which a sandboxed command can write (${writable}); ${ANCESTOR_RULE}`,
+          };
       }
       const next = openIn(fd, name);
       fs.closeSync(fd);

@@ -20,7 +20,12 @@ afterAll(() => db.destroy());
 async function run(command: string, opts: { timeout_ms?: number; network?: boolean; egress?: string[]; workspace?: string } = {}) {
   const workspace = opts.workspace ?? tempWorkspace('bash');
   const args: BashExecuteArgs = { command, timeout_ms: opts.timeout_ms ?? 30_000 };
-  const env = { workspace, workspaceRoot: testWorkspaceRoot(), network: opts.network ?? false, ...(opts.egress ? { egress: opts.egress } : {}) };
+  const env = {
+    workspace,
+    workspaceRoot: testWorkspaceRoot(),
+    network: opts.network ?? false,
+    ...(opts.egress ? { egress: opts.egress } : {}),
+  };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('bash'), generation: 1, assertLeaseHeld: () => {} });
@@ -147,11 +152,22 @@ describe('bash_execute', () => {
       if (plan.kind !== 'proceed') throw new Error('expected proceed');
       const claim = await store.claim(call, { leaseMs: 60_000, holder: 'dead', intent: plan.intent });
       expect(claim.kind).toBe('claimed');
-      const execute = () => bashExecute.execute(args, plan.intent, { workspace, workspaceRoot: testWorkspaceRoot() }, { key, generation: 1, assertLeaseHeld: () => {} });
+      const execute = () =>
+        bashExecute.execute(
+          args,
+          plan.intent,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key, generation: 1, assertLeaseHeld: () => {} },
+        );
       const inDoubt = async () => {
         await store.markInDoubt(key, 1, 'worker died', 'worker:dead');
         const record = (await store.get(key))!;
-        const verdict = await bashExecute.probe(args, record.intent as never, { workspace, workspaceRoot: testWorkspaceRoot() }, { key, generation: 1 });
+        const verdict = await bashExecute.probe(
+          args,
+          record.intent as never,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key, generation: 1 },
+        );
         return { record, verdict };
       };
       return { workspace, call, args, execute, inDoubt };
@@ -164,14 +180,27 @@ describe('bash_execute', () => {
       expect(verdict).toMatchObject({ verdict: 'not_applied', detail: expect.stringMatching(/never started \(fenced now/) });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
       // Repeatable: the fence answers the same.
-      expect(await bashExecute.probe(args, record.intent as never, { workspace, workspaceRoot: testWorkspaceRoot() }, { key: call.key, generation: 1 })).toMatchObject({
+      expect(
+        await bashExecute.probe(
+          args,
+          record.intent as never,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key: call.key, generation: 1 },
+        ),
+      ).toMatchObject({
         verdict: 'not_applied',
       });
       // The paused executor resumes: its start marker is refused, nothing runs.
       await expect(execute()).rejects.toBeInstanceOf(NoEffect);
       expect(fs.existsSync(path.join(workspace, 'log.txt'))).toBe(false);
       // The next generation runs it, once.
-      const outcome = await runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot() }, { leaseMs: 5000, holder: 'w2' });
+      const outcome = await runSettled(
+        store,
+        bashExecute,
+        call,
+        { workspace, workspaceRoot: testWorkspaceRoot() },
+        { leaseMs: 5000, holder: 'w2' },
+      );
       expect(outcome).toMatchObject({ kind: 'completed', generation: 2 });
       expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('deploy\n');
     });
@@ -185,7 +214,13 @@ describe('bash_execute', () => {
       const { record, verdict } = await inDoubt();
       expect(verdict).toEqual({ verdict: 'applied', result: observation, detail: expect.stringMatching(/ended with status 4/) });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
-      const again = await runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot() }, { leaseMs: 5000, holder: 'w2' });
+      const again = await runSettled(
+        store,
+        bashExecute,
+        call,
+        { workspace, workspaceRoot: testWorkspaceRoot() },
+        { leaseMs: 5000, holder: 'w2' },
+      );
       expect(again).toMatchObject({ kind: 'completed', replayed: true, result: observation });
       expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('deploy\n');
     });
@@ -203,10 +238,20 @@ describe('bash_execute', () => {
       });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false });
       // While it is in doubt, nobody runs it again.
-      expect((await runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot() }, { leaseMs: 5000, holder: 'w2' })).kind).toBe('in_doubt');
+      expect(
+        (await runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot() }, { leaseMs: 5000, holder: 'w2' }))
+          .kind,
+      ).toBe('in_doubt');
       fs.writeFileSync(path.join(workspace, 'go'), '');
       await running;
-      expect(await bashExecute.probe(args, record.intent as never, { workspace, workspaceRoot: testWorkspaceRoot() }, { key: call.key, generation: 1 })).toMatchObject({
+      expect(
+        await bashExecute.probe(
+          args,
+          record.intent as never,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key: call.key, generation: 1 },
+        ),
+      ).toMatchObject({
         verdict: 'applied',
       });
       expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('begun\nended\n');
@@ -216,7 +261,9 @@ describe('bash_execute', () => {
       const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
       const { record } = await inDoubt();
       const intent = { ...(record.intent as BashExecuteIntent), runs: { root: tempWorkspace('other-root'), id: 'another-id' } };
-      expect(await bashExecute.probe(args, intent, { workspace, workspaceRoot: testWorkspaceRoot() }, { key: call.key, generation: 1 })).toMatchObject({
+      expect(
+        await bashExecute.probe(args, intent, { workspace, workspaceRoot: testWorkspaceRoot() }, { key: call.key, generation: 1 }),
+      ).toMatchObject({
         verdict: 'unknown',
         detail: expect.stringMatching(/run markers are not readable here/),
       });
@@ -226,7 +273,9 @@ describe('bash_execute', () => {
       const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
       const { record } = await inDoubt();
       const { runs: _runs, ...intent } = record.intent as BashExecuteIntent;
-      expect(await bashExecute.probe(args, intent, { workspace, workspaceRoot: testWorkspaceRoot() }, { key: call.key, generation: 1 })).toMatchObject({
+      expect(
+        await bashExecute.probe(args, intent, { workspace, workspaceRoot: testWorkspaceRoot() }, { key: call.key, generation: 1 }),
+      ).toMatchObject({
         verdict: 'unknown',
         detail: expect.stringMatching(/no run markers were kept/),
       });

@@ -21,4 +21,11 @@ if (mode === 'spawn') {
   syncBuiltinESMExports();
 }
 const { runInSandbox } = await import('../../activities/tools/sandbox');
-void runInSandbox({ command, workspace, workspaceRoot: path.dirname(workspace), timeoutMs: 60_000, network: false, onStarted: mode === 'started' ? die : undefined });
+void runInSandbox({
+  command,
+  workspace,
+  workspaceRoot: path.dirname(workspace),
+  timeoutMs: 60_000,
+  network: false,
+  onStarted: mode === 'started' ? die : undefined,
+});

@@ -41,7 +41,13 @@ async function runThroughRecord(command: string, workspace: string) {
     tool: 'bash_execute',
     args,
   };
-  return runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot(), network: false }, { leaseMs: 10_000, holder: 'attack-test' });
+  return runSettled(
+    store,
+    bashExecute,
+    call,
+    { workspace, workspaceRoot: testWorkspaceRoot(), network: false },
+    { leaseMs: 10_000, holder: 'attack-test' },
+  );
 }
 
 describe('privileges (item 1)', () => {
