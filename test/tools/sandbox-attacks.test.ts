@@ -151,10 +151,15 @@ describe('no sandbox (item 7)', () => {
 });
 
 describe('resource limits (item 12)', () => {
-  const savedCpu = process.env.SETTLE_SANDBOX_CPU_SECONDS;
+  const saved = { cpu: process.env.SETTLE_SANDBOX_CPU_SECONDS, file: process.env.SETTLE_SANDBOX_FILE_MIB };
   afterEach(() => {
-    if (savedCpu === undefined) delete process.env.SETTLE_SANDBOX_CPU_SECONDS;
-    else process.env.SETTLE_SANDBOX_CPU_SECONDS = savedCpu;
+    for (const [name, value] of [
+      ['SETTLE_SANDBOX_CPU_SECONDS', saved.cpu],
+      ['SETTLE_SANDBOX_FILE_MIB', saved.file],
+    ] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
   });
 
   it('bounds the number of processes (a fork bomb stops at the limit)', async () => {
@@ -180,6 +185,17 @@ describe('resource limits (item 12)', () => {
     );
     expect(obs.output).toBe('');
     expect(obs.error).toMatch(/No space left on device/);
+  });
+
+  it('bounds the size of a file a command writes in the workspace (a disk on the host)', async () => {
+    process.env.SETTLE_SANDBOX_FILE_MIB = '2';
+    const { obs, workspace } = await run(
+      'head -c 3M /dev/zero > big; echo "status=$?"; head -c 1M /dev/zero > small && echo small-written',
+    );
+    // SIGXFSZ (25) stops the writer at the limit; a file within it is written whole.
+    expect(obs.output).toBe(`status=${128 + 25}\nsmall-written\n`);
+    expect(fs.statSync(path.join(workspace, 'big')).size).toBe(2 * 1024 * 1024);
+    expect(fs.statSync(path.join(workspace, 'small')).size).toBe(1024 * 1024);
   });
 
   it('bounds CPU time per process', async () => {
