@@ -13,6 +13,8 @@
  *
  * - callMemory: the call's total memory (all its processes and the tmpfs pages it writes), and
  *   processes again as a total, where the worker can give each call a cgroup (sandbox-cgroup.ts).
+ * - workerMemory: the total of all this worker's calls together, in the cgroup that holds theirs.
+ * - maxCalls: how many shell calls the worker runs at once; one more is refused, not queued.
  *
  * The rlimits are per process: without a cgroup a call may hold up to processes × memory.
  */
@@ -23,6 +25,8 @@ export interface SandboxLimits {
   tmpMiB: number;
   fileMiB: number;
   callMemoryMiB: number;
+  workerMemoryMiB: number;
+  maxCalls: number;
 }
 
 export const SANDBOX_DEFAULT_LIMITS: Readonly<SandboxLimits> = {
@@ -32,6 +36,8 @@ export const SANDBOX_DEFAULT_LIMITS: Readonly<SandboxLimits> = {
   tmpMiB: 256,
   fileMiB: 1024,
   callMemoryMiB: 2048,
+  workerMemoryMiB: 8192,
+  maxCalls: 16,
 };
 
 const VARIABLES: Record<keyof SandboxLimits, string> = {
@@ -41,6 +47,8 @@ const VARIABLES: Record<keyof SandboxLimits, string> = {
   tmpMiB: 'SETTLE_SANDBOX_TMP_MIB',
   fileMiB: 'SETTLE_SANDBOX_FILE_MIB',
   callMemoryMiB: 'SETTLE_SANDBOX_CALL_MEMORY_MIB',
+  workerMemoryMiB: 'SETTLE_SANDBOX_WORKER_MEMORY_MIB',
+  maxCalls: 'SETTLE_SANDBOX_MAX_CALLS',
 };
 
 /** The limits in force: the defaults, overridden per limit by the worker's environment. */

@@ -146,19 +146,32 @@ function unsandboxedAllowed(): boolean {
   return process.env[ALLOW_UNSANDBOXED] === '1';
 }
 
+/** Shell calls this worker runs now (bounded by SETTLE_SANDBOX_MAX_CALLS). */
+let runningCalls = 0;
+
 export async function runInSandbox(request: SandboxRequest): Promise<SandboxResult> {
-  const workspace = openWorkspace(path.resolve(request.workspace), request.workspaceRoot);
-  if ('refusal' in workspace) throw new SandboxRefused(workspace.refusal);
+  const limits = sandboxLimits();
+  // Refused, not queued: the call is released as not executed and its workflow tries again later.
+  if (runningCalls >= limits.maxCalls)
+    throw new SandboxRefused(
+      `this worker already runs ${runningCalls} shell calls, as many as it runs at once (SETTLE_SANDBOX_MAX_CALLS=${limits.maxCalls}); the command was not started`,
+    );
+  runningCalls++;
   try {
-    return await runInWorkspace(request, workspace);
+    const workspace = openWorkspace(path.resolve(request.workspace), request.workspaceRoot);
+    if ('refusal' in workspace) throw new SandboxRefused(workspace.refusal);
+    try {
+      return await runInWorkspace(request, workspace, limits);
+    } finally {
+      fs.closeSync(workspace.fd);
+    }
   } finally {
-    fs.closeSync(workspace.fd);
+    runningCalls--;
   }
 }
 
-async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspace): Promise<SandboxResult> {
+async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspace, limits: SandboxLimits): Promise<SandboxResult> {
   const availability = sandboxAvailability();
-  const limits = sandboxLimits();
   let launch: Launch;
   let note: string | null = null;
   let proxy: EgressProxy | undefined;
@@ -259,6 +272,7 @@ async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspac
   await started;
   const usage = cgroup ? cgroup.usage() : null;
   const oomKills = cgroup ? cgroup.oomKills() : 0;
+  const reachedCallMemory = cgroup ? cgroup.reachedCallMemory() : false;
   await cgroup?.remove();
   if (proxy) {
     await proxy.close();
@@ -270,7 +284,10 @@ async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspac
         `${refused.length} refused (${refused.slice(0, 3).join('; ')})`;
   }
   if (oomKills) {
-    const oom = `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB): ${oomKills} process(es) killed`;
+    const total = reachedCallMemory
+      ? `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB)`
+      : `this worker's shell calls together reached their memory total (${limits.workerMemoryMiB} MiB, SETTLE_SANDBOX_WORKER_MEMORY_MIB)`;
+    const oom = `${total}: ${oomKills} process(es) killed`;
     note = note ? `${note}; ${oom}` : oom;
   }
 

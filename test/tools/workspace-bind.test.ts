@@ -171,7 +171,8 @@ describe('the workspace is bound by descriptor', () => {
   it('leaves the command no descriptor of a host directory (one would let openat("..") walk the host)', async () => {
     const workspace = tempWorkspace('fds');
     const args: BashExecuteArgs = {
-      command: 'for f in /proc/$$/fd/*; do [ -d "$f" ] && echo "dir $f -> $(readlink "$f")"; test -e "$f" && n=$((n + 1)); done; echo "open=$n"',
+      command:
+        'for f in /proc/$$/fd/*; do [ -d "$f" ] && echo "dir $f -> $(readlink "$f")"; test -e "$f" && n=$((n + 1)); done; echo "open=$n"',
       timeout_ms: 20_000,
     };
     const env: ToolEnv = { workspace, workspaceRoot: ROOT, network: false };
