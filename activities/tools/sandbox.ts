@@ -6,7 +6,7 @@
  * capabilities (so no mount, not even a remount of a read-only bind), and which maps to an
  * unprivileged host user (sandbox-identity.ts); read-only /usr and library directories; a
  * curated read-only /etc (sandbox-etc.ts); the workspace as the only writable host directory
- * (and the working directory); private, size-limited /tmp and /dev/shm; its own /proc, PID, IPC,
+ * (and the working directory), bound by the descriptor that was checked (workspace-dir.ts); private, size-limited /tmp and /dev/shm; its own /proc, PID, IPC,
  * UTS and network namespaces (no network, not even the host's loopback; with the `connect` right,
  * only an egress proxy for the capability's `host:` objects, egress-proxy.ts); a scrubbed environment;
  * process, memory and CPU limits (sandbox-limits.ts), and totals for the whole call in a cgroup of
@@ -176,12 +176,12 @@ async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspac
   let note: string | null = null;
   let proxy: EgressProxy | undefined;
   if (availability.kind === 'bubblewrap') {
-    // The command waits at a start gate (the descriptor after bubblewrap's data files) until the
-    // sandbox is armed to die with this worker (start-gate.ts).
     const overlap = forbiddenWorkspace(workspace.path);
     if (overlap) throw new SandboxRefused(`workspace ${workspace.path} ${overlap}; it cannot be the sandbox's writable directory`);
     const identity = sandboxIdentity(workspace.path, workspace.stat);
     if (identity.kind === 'refused') throw new SandboxRefused(identity.reason);
+    // The command waits at a start gate (the descriptor after bubblewrap's data files) until the
+    // sandbox is armed to die with this worker (start-gate.ts).
     const hosts = request.network ? (request.egress ?? []) : [];
     if (hosts.length) {
       // The proxy first: the sandbox binds its socket. Its owner is the sandbox's host user.
