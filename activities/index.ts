@@ -216,7 +216,12 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
         tool,
         { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
         // The network only from the capability's `connect` right; the input's `network` grants nothing.
-        { workspace: input.workspace, network: access.network, ...(access.egress ? { egress: access.egress } : {}) },
+        {
+          workspace: input.workspace,
+          workspaceRoot: policy.workspaceRoot,
+          network: access.network,
+          ...(access.egress ? { egress: access.egress } : {}),
+        },
         {
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,

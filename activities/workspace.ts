@@ -4,11 +4,12 @@
  * ancestor — and the real path must stay inside the real workspace root.
  */
 import fs from 'node:fs/promises';
-import { realpathSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import path from 'node:path';
 import { canonicalPath, isWithin } from '../core/paths';
 import { InputError } from '../core/errors';
 import { failed, type Observation } from '../core/observation';
+import { openWorkspace } from './workspace-dir';
 
 /** A path that escapes the workspace. An observation, never an effect. */
 export class PathRefused extends InputError {}
@@ -67,17 +68,10 @@ export async function realpathOfNearestExisting(p: string, field: string): Promi
   }
 }
 
-function realpathOrNull(p: string): string | null {
-  try {
-    return realpathSync.native(p);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Why `workspace` may not be used on this worker, or null: it must be an existing directory lying
- * strictly inside the operator's workspace root, after symlinks (docs/security.md).
+ * strictly inside the operator's workspace root, after symlinks, reached through directories no
+ * sandboxed command can write (workspace-dir.ts, docs/security.md#workspaces).
  */
 export async function workspaceRefusal(workspace: string, root: string): Promise<string | null> {
   let lexical: string;
@@ -87,12 +81,8 @@ export async function workspaceRefusal(workspace: string, root: string): Promise
     if (err instanceof InputError) return err.message;
     throw err;
   }
-  // One realpath(3) on every settled and read-only call, before anything else: done in place,
-  // not through libuv's thread pool, whose hand-off costs more than the lookup of a local path.
-  const real = realpathOrNull(lexical);
-  if (real === null) return `workspace ${lexical} must be an existing directory`;
-  if (real === root || !isWithin(real, root)) {
-    return `workspace ${lexical}${real === lexical ? '' : ` (→ ${real})`} must lie inside the worker's workspace root ${root} (SETTLE_WORKSPACE_ROOT, set by the worker's operator)`;
-  }
+  const opened = openWorkspace(lexical, root);
+  if ('refusal' in opened) return opened.refusal;
+  closeSync(opened.fd);
   return null;
 }

@@ -7,6 +7,8 @@ import type { ProbeVerdict } from '../../core/records';
 export interface ToolEnv {
   /** Real path of the trajectory's workspace directory. */
   workspace: string;
+  /** The worker's workspace root (its policy): the sandbox opens the workspace from it (workspace-dir.ts). */
+  workspaceRoot?: string;
   /** Whether sandboxed commands may use the network (the capability's `connect` right). */
   network?: boolean;
   /** With `network`: the capability's `host:` objects, the only hosts reached (through the egress proxy). */

@@ -64,10 +64,13 @@ export const bashExecute: SettledTool<BashExecuteArgs, BashExecuteIntent, Observ
     if (!(await ctx.ledger.start(at, workerIdentity(), sealKey))) {
       throw new NoEffect('a probe fenced this execution (it found no start row) while this executor was paused; command not started');
     }
+    // Without the root there is nothing to open the workspace from: fail closed.
+    if (!env.workspaceRoot) throw new NoEffect('the worker named no workspace root for this call; command not started');
     let spawned: Promise<void> = Promise.resolve();
     const r = await runInSandbox({
       command: args.command,
       workspace: env.workspace,
+      workspaceRoot: env.workspaceRoot,
       timeoutMs: args.timeout_ms,
       network: intent.network,
       egress: intent.egress ?? [],

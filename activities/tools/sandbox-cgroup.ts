@@ -4,6 +4,10 @@
  * totals — CPU time, peak memory, peak processes — recorded with its observation. The cgroup is
  * removed when the call ends, after killing whatever is still in it.
  *
+ * Every call's group lies in one group of its worker (`settle/worker-<pid>-<random>`), whose
+ * memory bound holds all the worker's calls together: per-call bounds alone let N calls hold N
+ * times as much.
+ *
  * Supported: the cgroup v1 hierarchies `memory`, `pids` and `cpuacct` under SETTLE_CGROUP_ROOT
  * (default /sys/fs/cgroup), writable by the worker. Otherwise (cgroup v2 only, read-only, absent)
  * the call keeps its per-process limits only (sandbox-limits.ts), and the worker says so once,
@@ -25,8 +29,10 @@ export interface CallCgroup {
   /** `cgroup.procs` files a process writes its pid to, to join (before it starts anything). */
   procsFiles: string[];
   usage(): CallUsage;
-  /** Processes the kernel killed because the call reached its memory total. */
+  /** Processes of this call the kernel killed because the call, or the worker's calls together, reached their memory total. */
   oomKills(): number;
+  /** Whether the call reached its own memory total (else a kill came from the worker's). */
+  reachedCallMemory(): boolean;
   /** Kills what is left in it and removes it. */
   remove(): Promise<void>;
 }
@@ -34,9 +40,15 @@ export interface CallCgroup {
 type Support = { kind: 'v1'; dirs: Record<Controller, string> } | { kind: 'none'; why: string };
 let support: Support | undefined;
 
+/** This worker process's group, in each controller's `settle` group; it holds the groups of its calls. */
+const WORKER_GROUP = `worker-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+/** The memory bound last written to the worker's group (rewritten when the setting changes, or the group was recreated). */
+let workerMemoryBytes: number | undefined;
+
 /** Forgets what was detected (tests change SETTLE_CGROUP_ROOT). */
 export function resetCgroupSupport(): void {
   support = undefined;
+  workerMemoryBytes = undefined;
 }
 
 /** Whether per-call cgroups are available here; warns once (per detection) when they are not. */
@@ -72,23 +84,74 @@ function detect(root: string): Support {
   return { kind: 'v1', dirs };
 }
 
+/** The largest single charge (a transparent huge page): a refused one leaves usage this far under the bound. */
+const CHARGE_SLACK_BYTES = 4 * 1024 * 1024;
+
 /** A group stays empty for milliseconds between its creation and its call joining it; older and empty is stale. */
 const STALE_AFTER_MS = 60_000;
 
 /**
- * Removes the empty groups of calls whose worker was killed before it could remove them. rmdir
- * refuses a group that still has processes, so a running call's group is never touched.
+ * Removes the empty groups of calls whose worker was killed before it could remove them, and the
+ * groups of workers that are gone. rmdir refuses a group that still has processes or groups in
+ * it, so a running call's group is never touched; a live worker whose group was removed (another
+ * PID namespace, where its pid looks gone) makes it again at its next call.
  */
 function sweepStale(dir: string): void {
   for (const name of fs.readdirSync(dir)) {
-    if (!name.startsWith('call-')) continue;
     const group = path.join(dir, name);
-    try {
-      if (Date.now() - fs.statSync(group).mtimeMs > STALE_AFTER_MS) fs.rmdirSync(group);
-    } catch {
-      /* in use (EBUSY) or already gone */
-    }
+    if (name.startsWith('worker-')) {
+      sweepStale(group);
+      const pid = Number(name.split('-')[1]);
+      if (name !== WORKER_GROUP && !alive(pid)) removeIfStale(group);
+    } else if (name.startsWith('call-')) removeIfStale(group);
   }
+}
+
+function removeIfStale(group: string): void {
+  try {
+    if (Date.now() - fs.statSync(group).mtimeMs > STALE_AFTER_MS) fs.rmdirSync(group);
+  } catch {
+    /* in use (EBUSY, ENOTEMPTY) or already gone */
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * This worker's group in each controller, made if missing, with its memory bound: all its calls'
+ * memory together (tmpfs pages included), past which the kernel kills processes of its calls.
+ */
+function workerGroup(s: { dirs: Record<Controller, string> }, memoryMiB: number): Record<Controller, string> {
+  const dirs = {} as Record<Controller, string>;
+  let made = false;
+  for (const c of CONTROLLERS) {
+    dirs[c] = path.join(s.dirs[c], WORKER_GROUP);
+    if (fs.mkdirSync(dirs[c], { recursive: true }) !== undefined) made = true;
+  }
+  const bytes = memoryMiB * 1024 * 1024;
+  if (made || workerMemoryBytes !== bytes) {
+    setMemoryLimit(dirs.memory, bytes);
+    workerMemoryBytes = bytes;
+  }
+  return dirs;
+}
+
+/** memory.limit_in_bytes, and the same for memory and swap where swap is accounted (never below the memory bound: order matters). */
+function setMemoryLimit(dir: string, bytes: number): void {
+  const memory = path.join(dir, 'memory.limit_in_bytes');
+  const swap = path.join(dir, 'memory.memsw.limit_in_bytes');
+  const hasSwap = fs.existsSync(swap);
+  const raising = bytes > Number(fs.readFileSync(memory, 'utf8'));
+  if (hasSwap && raising) fs.writeFileSync(swap, String(bytes));
+  fs.writeFileSync(memory, String(bytes));
+  if (hasSwap && !raising) fs.writeFileSync(swap, String(bytes));
 }
 
 /**
@@ -96,26 +159,21 @@ function sweepStale(dir: string): void {
  * the sandbox's host user, which joins it (a root worker spawns as that user).
  */
 export function createCallCgroup(
-  limits: { processes: number; callMemoryMiB: number },
+  limits: { processes: number; callMemoryMiB: number; workerMemoryMiB: number },
   owner?: { uid: number; gid: number },
 ): CallCgroup | null {
   const s = cgroupSupport();
   if (s.kind !== 'v1') return null;
+  const worker = workerGroup(s, limits.workerMemoryMiB);
   const name = `call-${crypto.randomUUID()}`;
-  const dir = (c: Controller) => path.join(s.dirs[c], name);
+  const dir = (c: Controller) => path.join(worker[c], name);
   const made: string[] = [];
   try {
     for (const c of CONTROLLERS) {
       fs.mkdirSync(dir(c));
       made.push(dir(c));
     }
-    const bytes = String(limits.callMemoryMiB * 1024 * 1024);
-    fs.writeFileSync(path.join(dir('memory'), 'memory.limit_in_bytes'), bytes);
-    try {
-      fs.writeFileSync(path.join(dir('memory'), 'memory.memsw.limit_in_bytes'), bytes); // swap counted too, where accounted
-    } catch {
-      /* no swap accounting: memory alone is bounded */
-    }
+    setMemoryLimit(dir('memory'), limits.callMemoryMiB * 1024 * 1024); // swap counted too, where accounted
     fs.writeFileSync(path.join(dir('pids'), 'pids.max'), String(limits.processes));
     if (owner && process.getuid?.() === 0)
       for (const c of CONTROLLERS) fs.chownSync(path.join(dir(c), 'cgroup.procs'), owner.uid, owner.gid);
@@ -141,6 +199,10 @@ export function createCallCgroup(
       };
     },
     oomKills: () => Number(/^oom_kill (\d+)$/m.exec(read('memory', 'memory.oom_control') ?? '')?.[1] ?? 0),
+    // The call's peak at its own bound (less a huge page the refused charge may have asked for);
+    // failcnt would say it directly, but the kernel does not count it where swap is accounted.
+    reachedCallMemory: () =>
+      Number(read('memory', 'memory.max_usage_in_bytes') ?? 0) >= limits.callMemoryMiB * 1024 * 1024 - CHARGE_SLACK_BYTES,
     remove: async () => {
       for (let attempt = 0; ; attempt++) {
         for (const pid of (read('pids', 'cgroup.procs') ?? '').split('\n').filter(Boolean)) {

@@ -26,14 +26,14 @@ export function defaultSandboxOwner(env: NodeJS.ProcessEnv = process.env): { uid
   return { uid, gid };
 }
 
-export function sandboxIdentity(workspace: string): SandboxIdentity {
+/** `owner`: the owner of the opened workspace directory (its fstat, workspace-dir.ts). */
+export function sandboxIdentity(workspace: string, owner: { uid: number; gid: number }): SandboxIdentity {
   const self = process.getuid?.();
   if (self === undefined) return { kind: 'refused', reason: 'the sandbox needs a POSIX host (no user ids here)' };
   if (self !== 0) {
     const gid = process.getgid!();
     return gid === 0 ? refuseRootGroup(`the worker's group`) : { kind: 'user', uid: self, gid };
   }
-  const owner = fs.statSync(workspace);
   const { uid, gid } = defaultSandboxOwner();
   if (owner.uid === 0) {
     return {

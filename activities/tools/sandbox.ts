@@ -6,7 +6,7 @@
  * capabilities (so no mount, not even a remount of a read-only bind), and which maps to an
  * unprivileged host user (sandbox-identity.ts); read-only /usr and library directories; a
  * curated read-only /etc (sandbox-etc.ts); the workspace as the only writable host directory
- * (and the working directory); private, size-limited /tmp and /dev/shm; its own /proc, PID, IPC,
+ * (and the working directory), bound by the descriptor that was checked (workspace-dir.ts); private, size-limited /tmp and /dev/shm; its own /proc, PID, IPC,
  * UTS and network namespaces (no network, not even the host's loopback; with the `connect` right,
  * only an egress proxy for the capability's `host:` objects, egress-proxy.ts); a scrubbed environment;
  * process, memory and CPU limits (sandbox-limits.ts), and totals for the whole call in a cgroup of
@@ -31,6 +31,7 @@ import { InputError } from '../../core/errors';
 import type { ResourceUsage } from '../../core/observation';
 import { createCallCgroup, joinCgroupLaunch, type CallCgroup } from './sandbox-cgroup';
 import { defaultSandboxOwner, sandboxIdentity } from './sandbox-identity';
+import { openWorkspace, type OpenedWorkspace } from '../workspace-dir';
 import { sandboxLimits, ulimitScript, type SandboxLimits } from './sandbox-limits';
 
 export { SANDBOX_DEFAULT_LIMITS } from './sandbox-limits';
@@ -45,8 +46,13 @@ export type SandboxKind = 'bubblewrap' | 'none';
 
 export interface SandboxRequest {
   command: string;
-  /** Real path of the workspace: working directory and the only writable place. */
+  /**
+   * The workspace: working directory and the only writable place. Opened from the root by
+   * descriptor and checked (workspace-dir.ts); bubblewrap binds that descriptor, never the path.
+   */
   workspace: string;
+  /** The worker's workspace root (the real path its policy holds). */
+  workspaceRoot: string;
   timeoutMs: number;
   /**
    * The capability's `connect` right. With it (and `egress` hosts) the command reaches exactly
@@ -140,19 +146,45 @@ function unsandboxedAllowed(): boolean {
   return process.env[ALLOW_UNSANDBOXED] === '1';
 }
 
+/** Shell calls this worker runs now (bounded by SETTLE_SANDBOX_MAX_CALLS). */
+let runningCalls = 0;
+
 export async function runInSandbox(request: SandboxRequest): Promise<SandboxResult> {
-  const availability = sandboxAvailability();
   const limits = sandboxLimits();
+  // Refused, not queued: the call is released as not executed and its workflow tries again later.
+  if (runningCalls >= limits.maxCalls)
+    throw new SandboxRefused(
+      `this worker already runs ${runningCalls} shell calls, as many as it runs at once (SETTLE_SANDBOX_MAX_CALLS=${limits.maxCalls}); the command was not started`,
+    );
+  runningCalls++;
+  try {
+    const workspace = openWorkspace(path.resolve(request.workspace), request.workspaceRoot);
+    if ('refusal' in workspace) throw new SandboxRefused(workspace.refusal);
+    try {
+      return await runInWorkspace(request, workspace, limits);
+    } finally {
+      fs.closeSync(workspace.fd);
+    }
+  } finally {
+    runningCalls--;
+  }
+}
+
+async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspace, limits: SandboxLimits): Promise<SandboxResult> {
+  const availability = sandboxAvailability();
   let launch: Launch;
   let note: string | null = null;
   let proxy: EgressProxy | undefined;
   if (availability.kind === 'bubblewrap') {
+    const overlap = forbiddenWorkspace(workspace.path);
+    if (overlap) throw new SandboxRefused(`workspace ${workspace.path} ${overlap}; it cannot be the sandbox's writable directory`);
+    const identity = sandboxIdentity(workspace.path, workspace.stat);
+    if (identity.kind === 'refused') throw new SandboxRefused(identity.reason);
     // The command waits at a start gate (the descriptor after bubblewrap's data files) until the
     // sandbox is armed to die with this worker (start-gate.ts).
     const hosts = request.network ? (request.egress ?? []) : [];
     if (hosts.length) {
       // The proxy first: the sandbox binds its socket. Its owner is the sandbox's host user.
-      const identity = sandboxIdentity(path.resolve(request.workspace));
       let allowInternal: Set<string>;
       try {
         allowInternal = allowedInternal();
@@ -160,10 +192,10 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
         if (err instanceof InputError) throw new SandboxRefused(`the worker's egress setting is invalid: ${err.message}`);
         throw err;
       }
-      proxy = await startEgressProxy({ grants: hosts, allowInternal }, identity.kind === 'user' ? identity : undefined);
+      proxy = await startEgressProxy({ grants: hosts, allowInternal }, identity);
     }
     try {
-      launch = bubblewrapLaunch(request, limits, proxy?.socketPath ?? null);
+      launch = bubblewrapLaunch(request.command, workspace, identity, limits, proxy?.socketPath ?? null);
     } catch (err) {
       await proxy?.close();
       throw err;
@@ -178,7 +210,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
           `commands with ${ALLOW_UNSANDBOXED}=1 (they can then read the worker's secrets, reach its database and write whatever the worker can)`,
       );
     }
-    console.warn(`settle sandbox: ${ALLOW_UNSANDBOXED}=1: running a shell command WITHOUT a sandbox in ${request.workspace}`);
+    console.warn(`settle sandbox: ${ALLOW_UNSANDBOXED}=1: running a shell command WITHOUT a sandbox in ${workspace.path}`);
     launch = {
       file: '/bin/bash',
       args: ['-c', `${ulimitScript(limits)}; exec /bin/bash -c "$1"`, 'settle', gatedCommand(request.command, 3)],
@@ -197,10 +229,11 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   }
   const spawned = cgroup ? joinCgroupLaunch(cgroup.procsFiles, launch.file, launch.args) : launch;
   const child = spawn(spawned.file, spawned.args, {
-    cwd: launch.identity ? '/' : request.workspace,
+    cwd: launch.identity ? '/' : workspace.path,
     env: proxy ? { ...SCRUBBED_ENV, ...PROXY_ENV } : SCRUBBED_ENV,
     detached: true, // its own process group: the time limit kills every descendant
-    stdio: ['ignore', 'pipe', 'pipe', ...launch.files.map(() => 'pipe' as const), 'pipe'], // the last: the start gate
+    // Then the start gate, then the workspace's descriptor (bubblewrap binds it and closes it).
+    stdio: ['ignore', 'pipe', 'pipe', ...launch.files.map(() => 'pipe' as const), 'pipe', ...(launch.bindFd ? [workspace.fd] : [])],
     ...(launch.identity && process.getuid?.() === 0 ? launch.identity : {}),
   });
   // bubblewrap copies each synthetic file from its descriptor (3, 4, …) before it starts the command.
@@ -239,6 +272,7 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
   await started;
   const usage = cgroup ? cgroup.usage() : null;
   const oomKills = cgroup ? cgroup.oomKills() : 0;
+  const reachedCallMemory = cgroup ? cgroup.reachedCallMemory() : false;
   await cgroup?.remove();
   if (proxy) {
     await proxy.close();
@@ -250,7 +284,10 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
         `${refused.length} refused (${refused.slice(0, 3).join('; ')})`;
   }
   if (oomKills) {
-    const oom = `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB): ${oomKills} process(es) killed`;
+    const total = reachedCallMemory
+      ? `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB)`
+      : `this worker's shell calls together reached their memory total (${limits.workerMemoryMiB} MiB, SETTLE_SANDBOX_WORKER_MEMORY_MIB)`;
+    const oom = `${total}: ${oomKills} process(es) killed`;
     note = note ? `${note}; ${oom}` : oom;
   }
 
@@ -273,6 +310,8 @@ interface Launch {
   files: string[];
   /** The host user to run as (a root worker switches to it before bubblewrap starts). */
   identity?: { uid: number; gid: number };
+  /** Whether the workspace's descriptor is passed, after the start gate (bwrap --bind-fd). */
+  bindFd?: boolean;
 }
 
 /** Inside the sandbox: where the egress proxy's socket, the forwarder and node are bound, and the forwarder's port. */
@@ -312,12 +351,13 @@ server.on('error', (e) => { process.stderr.write(String(e)); process.exit(1); })
 server.listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\\n'));
 `;
 
-function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits, egressSocket: string | null): Launch {
-  const workspace = path.resolve(r.workspace);
-  const overlap = forbiddenWorkspace(workspace);
-  if (overlap) throw new SandboxRefused(`workspace ${workspace} ${overlap}; it cannot be the sandbox's writable directory`);
-  const identity = sandboxIdentity(workspace);
-  if (identity.kind === 'refused') throw new SandboxRefused(identity.reason);
+function bubblewrapLaunch(
+  command: string,
+  workspace: OpenedWorkspace,
+  identity: { uid: number; gid: number },
+  limits: SandboxLimits,
+  egressSocket: string | null,
+): Launch {
   const { uid, gid } = identity;
 
   const files: string[] = [];
@@ -325,10 +365,12 @@ function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits, egressSocket
     files.push(content);
     return ['--perms', '0644', '--ro-bind-data', String(2 + files.length), dest];
   };
-  const synthetic = syntheticEtc(uid, gid);
+  const etc = Object.entries(syntheticEtc(uid, gid)).flatMap(([name, content]) => data(content, `/etc/${name}`));
   const egress = egressSocket
     ? [...['--ro-bind', process.execPath, EGRESS.node], ...data(FORWARDER, EGRESS.script), ...['--bind', egressSocket, EGRESS.socket]]
     : [];
+  // The descriptors: data files from 3, then the start gate, then the workspace.
+  const gateFd = 3 + files.length;
   const args = [
     ...READ_ONLY_SYSTEM.filter((p) => fs.existsSync(p)).flatMap((p) => ['--ro-bind', p, p]),
     // /etc: an empty in-memory directory with only the curated files, made read-only below.
@@ -337,7 +379,7 @@ function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits, egressSocket
     '--tmpfs',
     '/etc',
     ...ETC_FILES.flatMap((f) => ['--ro-bind-try', `/etc/${f}`, `/etc/${f}`]),
-    ...Object.entries(synthetic).flatMap(([name, content]) => data(content, `/etc/${name}`)),
+    ...etc,
     '--remount-ro',
     '/etc',
     '--proc',
@@ -355,11 +397,12 @@ function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits, egressSocket
     String(limits.tmpMiB * 1024 * 1024),
     '--tmpfs',
     '/tmp',
-    '--bind',
-    workspace,
-    workspace,
+    // The directory that was opened and checked, whatever its path names by now.
+    '--bind-fd',
+    String(gateFd + 1),
+    workspace.path,
     '--chdir',
-    workspace,
+    workspace.path,
     // The sandbox's root is an in-memory file system too: read-only, so nothing can be written outside /tmp and the workspace.
     ...egress,
     '--remount-ro',
@@ -381,11 +424,11 @@ function bubblewrapLaunch(r: SandboxRequest, limits: SandboxLimits, egressSocket
     '/bin/bash',
     '-c',
     // Limits first (hard and soft), the egress forwarder if any, then the command itself as its own script.
-    `${ulimitScript(limits)}; ${egressSocket ? forwarderScript(3 + files.length) : ''}exec /bin/bash -c "$1"`,
+    `${ulimitScript(limits)}; ${egressSocket ? forwarderScript(gateFd) : ''}exec /bin/bash -c "$1"`,
     'settle',
-    r.command,
+    command,
   ];
-  return { file: findBwrap()!, args, files, identity: { uid, gid } };
+  return { file: findBwrap()!, args, files, identity: { uid, gid }, bindFd: true };
 }
 
 /**

@@ -37,11 +37,10 @@ async function runTrajectory(workflowId: string, workspace: string, turns: Scrip
 
 describe('demo trajectory end to end', () => {
   it('edits the file once per logical call, replays the repeat, and leaves one record per key', async () => {
-    // A file outside the workspace, still inside this test's own temporary directory.
-    const root = tempWorkspace();
-    const workspace = path.join(root, 'ws');
+    // A file outside the workspace, in a temporary directory of its own.
+    const workspace = tempWorkspace();
     prepareWorkspace(workspace);
-    const outsideFile = path.join(root, 'outside.txt');
+    const outsideFile = path.join(tempWorkspace('outside'), 'outside.txt');
     fs.writeFileSync(outsideFile, 'a stays a\n');
     const id = uniqueId('traj');
 

@@ -11,7 +11,7 @@ import { runSettled, applyProbe } from '../../activities/settled/run-settled';
 import { deriveKey } from '../../core/key';
 import type { BashExecuteArgs, BashExecuteIntent } from '../../core/tools/bash-execute';
 import { NoEffect } from '../../activities/settled/settled-tool';
-import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -20,7 +20,12 @@ afterAll(() => db.destroy());
 async function run(command: string, opts: { timeout_ms?: number; network?: boolean; egress?: string[]; workspace?: string } = {}) {
   const workspace = opts.workspace ?? tempWorkspace('bash');
   const args: BashExecuteArgs = { command, timeout_ms: opts.timeout_ms ?? 30_000 };
-  const env = { workspace, network: opts.network ?? false, ...(opts.egress ? { egress: opts.egress } : {}) };
+  const env = {
+    workspace,
+    workspaceRoot: testWorkspaceRoot(),
+    network: opts.network ?? false,
+    ...(opts.egress ? { egress: opts.egress } : {}),
+  };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   const obs = await bashExecute.execute(args, plan.intent, env, {
@@ -151,16 +156,26 @@ describe('bash_execute', () => {
       const args: BashExecuteArgs = { command, timeout_ms: 30_000 };
       const key = deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args });
       const call = { key, trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args };
-      const plan = await bashExecute.plan(args, { workspace });
+      const plan = await bashExecute.plan(args, { workspace, workspaceRoot: testWorkspaceRoot() });
       if (plan.kind !== 'proceed') throw new Error('expected proceed');
       const claim = await store.claim(call, { leaseMs: 60_000, holder: 'dead', intent: plan.intent });
       expect(claim.kind).toBe('claimed');
       const execute = () =>
-        bashExecute.execute(args, plan.intent, { workspace }, { key, generation: 1, assertLeaseHeld: () => {}, ledger: store.runs });
+        bashExecute.execute(
+          args,
+          plan.intent,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key, generation: 1, assertLeaseHeld: () => {}, ledger: store.runs },
+        );
       const inDoubt = async () => {
         await store.markInDoubt(key, 1, 'worker died', 'worker:dead');
         const record = (await store.get(key))!;
-        const verdict = await bashExecute.probe(args, record.intent as never, { workspace }, { key, generation: 1, ledger: store.runs });
+        const verdict = await bashExecute.probe(
+          args,
+          record.intent as never,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key, generation: 1, ledger: store.runs },
+        );
         return { record, verdict };
       };
       return { workspace, call, args, execute, inDoubt };
@@ -174,7 +189,12 @@ describe('bash_execute', () => {
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
       // Repeatable: the fence answers the same.
       expect(
-        await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1, ledger: store.runs }),
+        await bashExecute.probe(
+          args,
+          record.intent as never,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key: call.key, generation: 1, ledger: store.runs },
+        ),
       ).toMatchObject({
         verdict: 'not_applied',
       });
@@ -182,7 +202,13 @@ describe('bash_execute', () => {
       await expect(execute()).rejects.toBeInstanceOf(NoEffect);
       expect(fs.existsSync(path.join(workspace, 'log.txt'))).toBe(false);
       // The next generation runs it, once.
-      const outcome = await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' });
+      const outcome = await runSettled(
+        store,
+        bashExecute,
+        call,
+        { workspace, workspaceRoot: testWorkspaceRoot() },
+        { leaseMs: 5000, holder: 'w2' },
+      );
       expect(outcome).toMatchObject({ kind: 'completed', generation: 2 });
       expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('deploy\n');
     });
@@ -196,7 +222,13 @@ describe('bash_execute', () => {
       const { record, verdict } = await inDoubt();
       expect(verdict).toEqual({ verdict: 'applied', result: observation, detail: expect.stringMatching(/ended with status 4/) });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
-      const again = await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' });
+      const again = await runSettled(
+        store,
+        bashExecute,
+        call,
+        { workspace, workspaceRoot: testWorkspaceRoot() },
+        { leaseMs: 5000, holder: 'w2' },
+      );
       expect(again).toMatchObject({ kind: 'completed', replayed: true, result: observation });
       expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('deploy\n');
     });
@@ -214,11 +246,19 @@ describe('bash_execute', () => {
       });
       expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false });
       // While it is in doubt, nobody runs it again.
-      expect((await runSettled(store, bashExecute, call, { workspace }, { leaseMs: 5000, holder: 'w2' })).kind).toBe('in_doubt');
+      expect(
+        (await runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot() }, { leaseMs: 5000, holder: 'w2' }))
+          .kind,
+      ).toBe('in_doubt');
       fs.writeFileSync(path.join(workspace, 'go'), '');
       await running;
       expect(
-        await bashExecute.probe(args, record.intent as never, { workspace }, { key: call.key, generation: 1, ledger: store.runs }),
+        await bashExecute.probe(
+          args,
+          record.intent as never,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key: call.key, generation: 1, ledger: store.runs },
+        ),
       ).toMatchObject({
         verdict: 'applied',
       });
@@ -229,8 +269,15 @@ describe('bash_execute', () => {
       const { args, call, workspace, execute, inDoubt } = await claimed('echo deploy >> log.txt');
       await execute();
       const { record } = await inDoubt();
-      const intent = { ...(record.intent as BashExecuteIntent), markers: { root: tempWorkspace('other-root'), id: 'another-id' } };
-      expect(await probe(args, intent, workspace, call.key)).toMatchObject({
+      const intent = { ...(record.intent as BashExecuteIntent), runs: { root: tempWorkspace('other-root'), id: 'another-id' } };
+      expect(
+        await bashExecute.probe(
+          args,
+          intent,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key: call.key, generation: 1, ledger: store.runs },
+        ),
+      ).toMatchObject({
         verdict: 'unknown',
         detail: expect.stringMatching(/started \(database\); the run markers are not readable here/),
       });
@@ -239,8 +286,15 @@ describe('bash_execute', () => {
     it('an intent recorded before run markers existed: unknown, for an operator', async () => {
       const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
       const { record } = await inDoubt();
-      const { markers: _markers, ...intent } = record.intent as BashExecuteIntent;
-      expect(await probe(args, intent, workspace, call.key)).toMatchObject({
+      const { runs: _runs, ...intent } = record.intent as BashExecuteIntent;
+      expect(
+        await bashExecute.probe(
+          args,
+          intent,
+          { workspace, workspaceRoot: testWorkspaceRoot() },
+          { key: call.key, generation: 1, ledger: store.runs },
+        ),
+      ).toMatchObject({
         verdict: 'unknown',
         detail: expect.stringMatching(/no start record was kept/),
       });
@@ -344,7 +398,7 @@ describe('bash_execute', () => {
         store,
         bashExecute,
         { key, trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args },
-        { workspace },
+        { workspace, workspaceRoot: testWorkspaceRoot() },
         {
           leaseMs: 5000,
           holder: 'w1',

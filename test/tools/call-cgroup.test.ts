@@ -2,7 +2,9 @@
  * Per-call totals (issue 12, item 12): every process of a shell call in one cgroup, so the call
  * is bounded in total (memory the per-process rlimits never see, such as in-memory /tmp) and its
  * CPU time and peak memory are recorded with its observation; where the worker cannot manage
- * cgroups, it says so loudly, once, and keeps the per-process limits. Real bubblewrap, real cgroups.
+ * cgroups, it says so loudly, once, and keeps the per-process limits. Issue 27: the worker's calls
+ * together are bounded too (one group of the worker holds its calls' groups), and the worker runs
+ * a bounded number of calls at once. Real bubblewrap, real cgroups.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,7 +13,8 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { bashExecute } from '../../activities/tools/bash-execute';
 import { cgroupSupport, createCallCgroup, resetCgroupSupport } from '../../activities/tools/sandbox-cgroup';
 import type { BashExecuteArgs } from '../../core/tools/bash-execute';
-import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
+import { NoEffect } from '../../activities/settled/settled-tool';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -20,7 +23,7 @@ afterAll(() => db.destroy());
 async function run(command: string) {
   const workspace = tempWorkspace('cgroup');
   const args: BashExecuteArgs = { command, timeout_ms: 60_000 };
-  const env = { workspace, network: false };
+  const env = { workspace, workspaceRoot: testWorkspaceRoot(), network: false };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   return bashExecute.execute(args, plan.intent, env, {
@@ -31,11 +34,18 @@ async function run(command: string) {
   });
 }
 
-const saved = { root: process.env.SETTLE_CGROUP_ROOT, total: process.env.SETTLE_SANDBOX_CALL_MEMORY_MIB };
+const saved = {
+  root: process.env.SETTLE_CGROUP_ROOT,
+  total: process.env.SETTLE_SANDBOX_CALL_MEMORY_MIB,
+  worker: process.env.SETTLE_SANDBOX_WORKER_MEMORY_MIB,
+  calls: process.env.SETTLE_SANDBOX_MAX_CALLS,
+};
 afterEach(() => {
   for (const [name, value] of [
     ['SETTLE_CGROUP_ROOT', saved.root],
     ['SETTLE_SANDBOX_CALL_MEMORY_MIB', saved.total],
+    ['SETTLE_SANDBOX_WORKER_MEMORY_MIB', saved.worker],
+    ['SETTLE_SANDBOX_MAX_CALLS', saved.calls],
   ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
@@ -79,10 +89,10 @@ describe('a cgroup per shell call', () => {
 
   it('is removed with everything left in it when the call ends', async () => {
     if (!supported) {
-      expect(createCallCgroup({ processes: 8, callMemoryMiB: 64 })).toBeNull();
+      expect(createCallCgroup({ processes: 8, callMemoryMiB: 64, workerMemoryMiB: 1024 })).toBeNull();
       return;
     }
-    const cgroup = createCallCgroup({ processes: 8, callMemoryMiB: 64 })!;
+    const cgroup = createCallCgroup({ processes: 8, callMemoryMiB: 64, workerMemoryMiB: 1024 })!;
     const dirs = cgroup.procsFiles.map((f) => path.dirname(f));
     expect(
       fs
@@ -100,10 +110,10 @@ describe('a cgroup per shell call', () => {
   });
 
   it("a worker's start removes empty groups its killed predecessors left, never a group in use", async () => {
-    if (!supported) return expect(createCallCgroup({ processes: 8, callMemoryMiB: 64 })).toBeNull();
+    if (!supported) return expect(createCallCgroup({ processes: 8, callMemoryMiB: 64, workerMemoryMiB: 1024 })).toBeNull();
     // A killed worker's group: empty, from long ago. A running call's group: as old, with a process in it.
-    const left = createCallCgroup({ processes: 8, callMemoryMiB: 64 })!;
-    const busy = createCallCgroup({ processes: 8, callMemoryMiB: 64 })!;
+    const left = createCallCgroup({ processes: 8, callMemoryMiB: 64, workerMemoryMiB: 1024 })!;
+    const busy = createCallCgroup({ processes: 8, callMemoryMiB: 64, workerMemoryMiB: 1024 })!;
     const join = busy.procsFiles.map((f) => `echo $$ > ${f}`).join(' && ');
     const sleeper = spawn('/bin/sh', ['-c', `${join} && exec sleep 60`]);
     const busyPids = busy.procsFiles.find((f) => f.includes('/pids/'))!;
@@ -134,5 +144,39 @@ describe('a cgroup per shell call', () => {
         /^settle sandbox: WARNING: no per-call cgroup \(.*\/nonexistent\/cgroup.*\); shell calls are bounded per process only/,
       ),
     ]);
+  });
+});
+
+describe("the worker's bound across calls", () => {
+  it('runs at most SETTLE_SANDBOX_MAX_CALLS shell calls at once: one more is refused as not executed, saying why', async () => {
+    process.env.SETTLE_SANDBOX_MAX_CALLS = '2';
+    const outcomes = await Promise.allSettled([run('sleep 3; echo done'), run('sleep 3; echo done'), run('sleep 3; echo done')]);
+    const done = outcomes.filter((o) => o.status === 'fulfilled');
+    const refused = outcomes.filter((o) => o.status === 'rejected');
+    expect(done.map((o) => o.value.output)).toEqual(['done\n', 'done\n']);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.reason).toBeInstanceOf(NoEffect);
+    expect(String(refused[0]!.reason.message)).toMatch(
+      /^this worker already runs 2 shell calls, as many as it runs at once \(SETTLE_SANDBOX_MAX_CALLS=2\); the command was not started$/,
+    );
+    // A slot is free again once a call ended.
+    expect((await run('echo again')).output).toBe('again\n');
+  });
+
+  it("bounds the worker's calls together: calls each under their own total are killed when together they pass the worker's", async () => {
+    process.env.SETTLE_SANDBOX_WORKER_MEMORY_MIB = '256';
+    // Three calls, each holding 150 MiB (under its own 2 GiB) long enough to overlap.
+    const hold = `python3 -c "import time; b = b'x' * (150 << 20); print('held', flush=True); time.sleep(8)"`;
+    const results = await Promise.all([run(hold), run(hold), run(hold)]);
+    const held = results.filter((r) => r.exit_status === 0);
+    if (supported) {
+      expect(held.length).toBeLessThanOrEqual(1);
+      for (const killed of results.filter((r) => r.exit_status !== 0))
+        expect(killed.error).toMatch(
+          /this worker's shell calls together reached their memory total \(256 MiB, SETTLE_SANDBOX_WORKER_MEMORY_MIB\): \d+ process\(es\) killed/,
+        );
+    } else {
+      expect(held).toHaveLength(3); // the documented fallback: per-process limits only
+    }
   });
 });

@@ -7,6 +7,7 @@
  */
 import childProcess from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
+import path from 'node:path';
 
 const [mode, workspace, command] = process.argv.slice(2) as [string, string, string];
 const die = () => process.kill(process.pid, 'SIGKILL');
@@ -20,4 +21,11 @@ if (mode === 'spawn') {
   syncBuiltinESMExports();
 }
 const { runInSandbox } = await import('../../activities/tools/sandbox');
-void runInSandbox({ command, workspace, timeoutMs: 60_000, network: false, onStarted: mode === 'started' ? die : undefined });
+void runInSandbox({
+  command,
+  workspace,
+  workspaceRoot: path.dirname(workspace),
+  timeoutMs: 60_000,
+  network: false,
+  onStarted: mode === 'started' ? die : undefined,
+});

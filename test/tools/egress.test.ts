@@ -17,7 +17,7 @@ import { runSettled } from '../../activities/settled/run-settled';
 import { decideEgress, registerWorkerServiceUrl } from '../../activities/tools/egress-policy';
 import { deriveKey } from '../../core/key';
 import type { BashExecuteArgs } from '../../core/tools/bash-execute';
-import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -50,7 +50,7 @@ const allowInternal = (...pairs: string[]) => (process.env.SETTLE_EGRESS_ALLOW_I
 async function run(command: string, grant: { network: boolean; egress?: string[] }) {
   const workspace = tempWorkspace('egress');
   const args: BashExecuteArgs = { command, timeout_ms: 60_000 };
-  const env = { workspace, ...grant };
+  const env = { workspace, workspaceRoot: testWorkspaceRoot(), ...grant };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   const obs = await bashExecute.execute(args, plan.intent, env, {
@@ -190,7 +190,7 @@ describe('the connect right reaches exactly the granted host objects', () => {
       store,
       bashExecute,
       call,
-      { workspace, network: true, egress: ['host:example.com'] },
+      { workspace, workspaceRoot: testWorkspaceRoot(), network: true, egress: ['host:example.com'] },
       { leaseMs: 10_000, holder: 'egress-test' },
     );
     expect(outcome).toMatchObject({

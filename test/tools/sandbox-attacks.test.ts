@@ -12,7 +12,7 @@ import { runSettled } from '../../activities/settled/run-settled';
 import { resetSandboxProbe, SANDBOX_DEFAULT_LIMITS } from '../../activities/tools/sandbox';
 import { deriveKey } from '../../core/key';
 import type { BashExecuteArgs } from '../../core/tools/bash-execute';
-import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 const db = openTestDb(2);
@@ -22,7 +22,7 @@ afterAll(() => db.destroy());
 async function run(command: string, opts: { timeout_ms?: number; workspace?: string } = {}) {
   const workspace = opts.workspace ?? tempWorkspace('attack');
   const args: BashExecuteArgs = { command, timeout_ms: opts.timeout_ms ?? 30_000 };
-  const env = { workspace, network: false };
+  const env = { workspace, workspaceRoot: testWorkspaceRoot(), network: false };
   const plan = await bashExecute.plan(args, env);
   if (plan.kind !== 'proceed') throw new Error('expected proceed');
   const obs = await bashExecute.execute(args, plan.intent, env, {
@@ -46,7 +46,13 @@ async function runThroughRecord(command: string, workspace: string) {
     tool: 'bash_execute',
     args,
   };
-  return runSettled(store, bashExecute, call, { workspace, network: false }, { leaseMs: 10_000, holder: 'attack-test' });
+  return runSettled(
+    store,
+    bashExecute,
+    call,
+    { workspace, workspaceRoot: testWorkspaceRoot(), network: false },
+    { leaseMs: 10_000, holder: 'attack-test' },
+  );
 }
 
 describe('privileges (item 1)', () => {
@@ -150,10 +156,15 @@ describe('no sandbox (item 7)', () => {
 });
 
 describe('resource limits (item 12)', () => {
-  const savedCpu = process.env.SETTLE_SANDBOX_CPU_SECONDS;
+  const saved = { cpu: process.env.SETTLE_SANDBOX_CPU_SECONDS, file: process.env.SETTLE_SANDBOX_FILE_MIB };
   afterEach(() => {
-    if (savedCpu === undefined) delete process.env.SETTLE_SANDBOX_CPU_SECONDS;
-    else process.env.SETTLE_SANDBOX_CPU_SECONDS = savedCpu;
+    for (const [name, value] of [
+      ['SETTLE_SANDBOX_CPU_SECONDS', saved.cpu],
+      ['SETTLE_SANDBOX_FILE_MIB', saved.file],
+    ] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
   });
 
   it('bounds the number of processes (a fork bomb stops at the limit)', async () => {
@@ -179,6 +190,17 @@ describe('resource limits (item 12)', () => {
     );
     expect(obs.output).toBe('');
     expect(obs.error).toMatch(/No space left on device/);
+  });
+
+  it('bounds the size of a file a command writes in the workspace (a disk on the host)', async () => {
+    process.env.SETTLE_SANDBOX_FILE_MIB = '2';
+    const { obs, workspace } = await run(
+      'head -c 3M /dev/zero > big; echo "status=$?"; head -c 1M /dev/zero > small && echo small-written',
+    );
+    // SIGXFSZ (25) stops the writer at the limit; a file within it is written whole.
+    expect(obs.output).toBe(`status=${128 + 25}\nsmall-written\n`);
+    expect(fs.statSync(path.join(workspace, 'big')).size).toBe(2 * 1024 * 1024);
+    expect(fs.statSync(path.join(workspace, 'small')).size).toBe(1024 * 1024);
   });
 
   it('bounds CPU time per process', async () => {
