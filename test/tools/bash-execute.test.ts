@@ -269,7 +269,7 @@ describe('bash_execute', () => {
       const { args, call, workspace, execute, inDoubt } = await claimed('echo deploy >> log.txt');
       await execute();
       const { record } = await inDoubt();
-      const intent = { ...(record.intent as BashExecuteIntent), runs: { root: tempWorkspace('other-root'), id: 'another-id' } };
+      const intent = { ...(record.intent as BashExecuteIntent), markers: { root: tempWorkspace('other-root'), id: 'another-id' } };
       expect(
         await bashExecute.probe(
           args,
@@ -286,7 +286,7 @@ describe('bash_execute', () => {
     it('an intent recorded before run markers existed: unknown, for an operator', async () => {
       const { args, call, workspace, inDoubt } = await claimed('echo deploy >> log.txt');
       const { record } = await inDoubt();
-      const { runs: _runs, ...intent } = record.intent as BashExecuteIntent;
+      const { markers: _markers, ...intent } = record.intent as BashExecuteIntent;
       expect(
         await bashExecute.probe(
           args,

@@ -147,7 +147,12 @@ describe('the workspace is bound by descriptor', () => {
     const env: ToolEnv = { workspace: outer, workspaceRoot: ROOT, network: false };
     const plan = await bashExecute.plan(args, env);
     if (plan.kind !== 'proceed') throw new Error('expected proceed');
-    const racing = bashExecute.execute(args, plan.intent, env, { key: uniqueId('racer'), generation: 1, assertLeaseHeld: () => {} });
+    const racing = bashExecute.execute(args, plan.intent, env, {
+      key: uniqueId('racer'),
+      generation: 1,
+      assertLeaseHeld: () => {},
+      ledger: store.runs,
+    });
     try {
       await until(() => fs.existsSync(path.join(outer, 'ready')));
       const tally = await race(inner, targets);
@@ -178,7 +183,12 @@ describe('the workspace is bound by descriptor', () => {
     const env: ToolEnv = { workspace, workspaceRoot: ROOT, network: false };
     const plan = await bashExecute.plan(args, env);
     if (plan.kind !== 'proceed') throw new Error('expected proceed');
-    const obs = await bashExecute.execute(args, plan.intent, env, { key: uniqueId('fds'), generation: 1, assertLeaseHeld: () => {} });
+    const obs = await bashExecute.execute(args, plan.intent, env, {
+      key: uniqueId('fds'),
+      generation: 1,
+      assertLeaseHeld: () => {},
+      ledger: store.runs,
+    });
     // Its standard descriptors (and bubblewrap's status pipe), none of them a directory.
     expect(obs.output).toMatch(/^open=[3-9]\n$/);
   });
