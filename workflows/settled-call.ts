@@ -31,7 +31,7 @@ import type { CallOutcome, RecordStateOrUnseen } from '../core/records';
 import type { Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
 import type { WatchedRecord } from '../activities/settled/watch-record';
-import type { CallReport } from './definitions';
+import type { CallReport, SettleCallInput } from './definitions';
 import type { CallContext } from './call-pipeline';
 import type { TrajectoryState } from './trajectory-state';
 
@@ -383,10 +383,8 @@ export class SettledCall {
 }
 
 /** The operator's verdict, applied by an activity (it writes the record). Used by the settleCall update handler. */
-export async function applyOperatorVerdict(
-  state: TrajectoryState,
-  s: { key: string; verdict: 'applied' | 'not_applied'; operator: string; reason: string },
-): Promise<{ state: string }> {
+export async function applyOperatorVerdict(state: TrajectoryState, s: SettleCallInput): Promise<{ state: string }> {
+  // The activity verifies the operator credential before it writes (activities/settled/operator-settlement.ts).
   const result = await settleByOperator(s);
   // Histories recorded before verdicts carried a generation have none: it applies to the wait in progress.
   if (result.state !== 'IN_DOUBT') state.recordOperatorVerdict(s.key, result.generation ?? null, result.state);
