@@ -94,7 +94,7 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       expect(await refusal(own.settle(trajectoryId, signed(claim, Date.now() - 20 * 60_000)))).toMatch(/credential must be unexpired/);
       // A valid credential whose body was changed after signing.
       const altered = signed({ ...claim, verdict: 'applied' });
-      altered.body = { ...altered.body, verdict: 'not_applied' };
+      altered.body = { ...(altered.body as typeof altered.body & { purpose: 'settle' }), verdict: 'not_applied' };
       expect(await refusal(own.settle(trajectoryId, altered))).toMatch(/credential must carry oncall's signature/);
 
       // Nothing changed: still IN_DOUBT at generation 1, still waiting, nothing ran again.
