@@ -89,7 +89,12 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       // The operator's own credentials, but not for this verdict: another generation, another call, expired.
       const claim = { purpose: 'settle', trajectoryId, key, generation: 1, verdict: 'not_applied', reason: 'checked' } as const;
       const own = new SettleClient(client, call.taskQueue);
-      expect(await refusal(own.settle(trajectoryId, signed({ ...claim, generation: 2 })))).toMatch(/credential must be for this generation/);
+      const update = (credential: unknown) =>
+        handle.executeUpdate('settleCall', { args: [{ key, verdict: 'not_applied', operator: TEST_OPERATOR, reason: 'checked', generation: 1, credential }] });
+      expect(await refusal(update(signed({ ...claim, generation: 2 })))).toMatch(/credential must be for this generation/);
+      expect(await refusal(update(signed({ ...claim, verdict: 'applied' })))).toMatch(/credential must be for this verdict/);
+      // A credential for a generation not in doubt settles nothing (the write is fenced by it).
+      expect(await own.settle(trajectoryId, signed({ ...claim, generation: 2 }))).toEqual({ state: 'IN_DOUBT' });
       expect(await refusal(own.settle(trajectoryId, signed({ ...claim, key: 'f'.repeat(64) })))).toMatch(/key must name a call/);
       expect(await refusal(own.settle(trajectoryId, signed(claim, Date.now() - 20 * 60_000)))).toMatch(/credential must be unexpired/);
       // A valid credential whose body was changed after signing.
