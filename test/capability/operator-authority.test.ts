@@ -9,11 +9,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { SettleClient } from '../../client/index';
 import { SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import type { TrajectoryResult } from '../../workflows/definitions';
 import { mintCredential } from '../../activities/operator/operator-credentials';
 import { runSettle } from '../support/cli';
+import { historyOf } from '../support/history';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 import { inDoubtShellCall, until } from '../support/in-doubt';
 import { approval, onCall, signed, stranger, TEST_OPERATOR } from '../support/operator';
@@ -201,6 +203,11 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
     expect((await store.events(key))[0]!.detail).toMatchObject({ approval: { approver: TEST_OPERATOR, reason: 'CHG-1' } });
     expect(fs.readFileSync(path.join(ws, 'ran.txt'), 'utf8')).toBe('ran\n');
     await own.finish(id, 'completed', 'done');
+    await handle.result();
+    // The verified approval is a patch (its marker) and a local activity; the history replays.
+    expect((await historyOf(client, id)).patches).toContain('operator-authority-v1');
+    const history = await handle.fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, id);
   });
 
   it('a worker without operator keys refuses every approval, even a valid one (fail closed)', async () => {
