@@ -357,7 +357,8 @@ export function createActivities({ store, identity, keyRing = null, policy, oper
      */
     async settleByOperator(input: OperatorSettlement): Promise<{ state: RecordState; generation: number }> {
       const trajectoryId = Context.current().info.workflowExecution?.workflowId;
-      if (!trajectoryId) throw ApplicationFailure.nonRetryable('settleByOperator must run inside a trajectory workflow', FAILURE.NoWorkflow);
+      if (!trajectoryId)
+        throw ApplicationFailure.nonRetryable('settleByOperator must run inside a trajectory workflow', FAILURE.NoWorkflow);
       const outcome = await settleByOperator(store, input, { keys: operatorKeys, trajectoryId }).catch(refusedAuthority);
       if (outcome.state === 'UNSEEN') throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
       return { state: outcome.state, generation: outcome.generation };

@@ -27,7 +27,8 @@ export const DEV_OPERATOR_KEY_FILE = path.join(SETTLE_DIR, 'operator-key');
 
 /** The operator's signing key, or a UsageError saying how to get one. */
 export function operatorSigner(): OperatorSigner {
-  const raw = process.env[OPERATOR_KEY_VARIABLE] || (readDevSettings()?.operatorKeyFile ? `@${readDevSettings()!.operatorKeyFile}` : '');
+  const devKeyFile = process.env[OPERATOR_KEY_VARIABLE] ? undefined : readDevSettings()?.operatorKeyFile;
+  const raw = process.env[OPERATOR_KEY_VARIABLE] || (devKeyFile ? `@${devKeyFile}` : '');
   if (!raw) {
     throw new UsageError(
       `${OPERATOR_KEY_VARIABLE}: must be set to your operator key (settle operator keygen NAME), or run \`settle dev\`, whose development key the CLI then uses`,

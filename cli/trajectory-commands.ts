@@ -118,9 +118,7 @@ export function registerTrajectoryCommands(program: Command): void {
         ...(generation !== undefined ? { generation } : {}),
       } as const;
       const authority = { signer, keys: verifyingKeys(signer) };
-      const resolution = await withStore((store) =>
-        withClient((client) => resolveCall(client, store, request, authority).catch(rejected)),
-      );
+      const resolution = await withStore((store) => withClient((client) => resolveCall(client, store, request, authority).catch(rejected)));
       if (resolution.path === 'none') {
         throw new UsageError(
           resolution.state === 'UNSEEN'

@@ -10,7 +10,7 @@
  * verifying live in activities/operator/.
  */
 import { z } from 'zod';
-import { canonicalJsonOfValidated, type JsonValue } from './jcs';
+import { canonicalJsonOfValidated } from './jcs';
 import { lazy } from './lazy';
 
 /** Operator names: the id of their key, and what the audit trail records (`operator:NAME`). */
@@ -47,9 +47,7 @@ export const CredentialBody = lazy(() =>
         verdict: z.enum(['applied', 'not_applied']),
       })
       .strict(),
-    z
-      .object({ purpose: z.literal('approve'), ...Common(), decision: z.enum(['approve', 'deny']) })
-      .strict(),
+    z.object({ purpose: z.literal('approve'), ...Common(), decision: z.enum(['approve', 'deny']) }).strict(),
   ]),
 );
 export type CredentialBody = z.infer<ReturnType<typeof CredentialBody>>;
@@ -72,7 +70,7 @@ export type OperatorClaim =
 
 /** The signed bytes: a domain tag (no other signature of the same key can pass for one), then the JCS of the body. */
 export function signingText(body: CredentialBody): string {
-  return `settle-operator-credential\n${canonicalJsonOfValidated(body as unknown as JsonValue)}`;
+  return `settle-operator-credential\n${canonicalJsonOfValidated(body)}`;
 }
 
 /** The body a credential for `claim` carries, issued by `operator` at `nowMs`. */
@@ -86,7 +84,8 @@ export function credentialBody(claim: OperatorClaim, operator: string, nowMs: nu
  * unexpired, and valid no longer than the maximum lifetime.
  */
 export function claimMismatch(body: CredentialBody, expected: OperatorClaim, nowMs: number): string | null {
-  if (body.purpose !== expected.purpose) return `be for ${expected.purpose === 'settle' ? 'a verdict' : 'an approval'} (it is for ${body.purpose})`;
+  if (body.purpose !== expected.purpose)
+    return `be for ${expected.purpose === 'settle' ? 'a verdict' : 'an approval'} (it is for ${body.purpose})`;
   for (const [field, value] of Object.entries(expected)) {
     const given = (body as Record<string, unknown>)[field];
     if (given !== value) return `be for this ${field} (it names ${JSON.stringify(given)}, the request ${JSON.stringify(value)})`;

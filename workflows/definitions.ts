@@ -142,7 +142,8 @@ export const UPDATE_DESCRIPTIONS = {
   runTurn: "Runs one turn's calls and answers their observations (idempotent per trajectory and turn).",
   settleCall:
     "An operator's verdict on an IN_DOUBT call this trajectory waits for: applied or not_applied, with name and reason, proven by an operator credential (settle resolve).",
-  approveCall: 'Approves or denies an A3 call that waits for approval, with the approver and reason, proven by an operator credential (settle approve).',
+  approveCall:
+    'Approves or denies an A3 call that waits for approval, with the approver and reason, proven by an operator credential (settle approve).',
   finish: 'Ends an orchestrator-driven trajectory: completed, or failed (runs the compensators).',
 } as const;
 

@@ -354,8 +354,7 @@ export class SettledCall {
     // Two lines each (a shell continues after `\`): the UI's details pane cuts lines longer than ~90 characters.
     // Fenced by `--generation`: a pasted command settles the execution shown here, never a later one.
     // The operator is the one whose key signs (SETTLE_OPERATOR_KEY): no name to fill in.
-    const resolve = (as: string) =>
-      `settle resolve ${this.key} \\\n  --generation ${generation} --as ${as} --reason 'what you checked'`;
+    const resolve = (as: string) => `settle resolve ${this.key} \\\n  --generation ${generation} --as ${as} --reason 'what you checked'`;
     return waitDetails({
       headline: 'waiting for an operator',
       tool: this.report.tool,

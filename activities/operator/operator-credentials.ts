@@ -33,11 +33,14 @@ export function verifyCredential(raw: unknown, expected: OperatorClaim, keys: Op
   const parsed = OperatorCredential().safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    return refuse(`be an operator credential (settle resolve / settle approve mint one): ${[...issue.path].join('.') || 'it'}: ${issue.message}`);
+    return refuse(
+      `be an operator credential (settle resolve / settle approve mint one): ${[...issue.path].join('.') || 'it'}: ${issue.message}`,
+    );
   }
   const { body, sig } = parsed.data;
   const key = keys.keys.get(body.operator);
-  if (!key) return refuse(`be signed by an operator this worker knows (${JSON.stringify(body.operator)} is not in ${OPERATOR_KEYS_VARIABLE})`);
+  if (!key)
+    return refuse(`be signed by an operator this worker knows (${JSON.stringify(body.operator)} is not in ${OPERATOR_KEYS_VARIABLE})`);
   if (!crypto.verify(null, Buffer.from(signingText(body), 'utf8'), key, Buffer.from(sig, 'base64url'))) {
     return refuse(`carry ${body.operator}'s signature over its body (the signature does not match)`);
   }

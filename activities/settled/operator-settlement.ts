@@ -51,7 +51,11 @@ export interface OperatorAuthority {
  * leaves an event naming the operator). Throws InputError (field `credential`) unless the
  * credential proves this verdict on this record and generation.
  */
-export async function settleByOperator(store: EndpointStore, input: OperatorSettlement, authority: OperatorAuthority): Promise<OperatorOutcome> {
+export async function settleByOperator(
+  store: EndpointStore,
+  input: OperatorSettlement,
+  authority: OperatorAuthority,
+): Promise<OperatorOutcome> {
   const record = await store.get(input.key);
   if (!record) return { settled: false, state: 'UNSEEN', generation: 0 };
   if (authority.trajectoryId !== undefined && record.trajectoryId !== authority.trajectoryId) {

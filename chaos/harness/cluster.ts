@@ -29,7 +29,12 @@ function onDuty(): OnDuty {
   const sre = generateOperatorKey('chaos-sre');
   const approver = generateOperatorKey('chaos-approver');
   const keysText = `${sre.publicText},${approver.publicText}`;
-  return { sre: loadOperatorSigner(sre.privateText), approver: loadOperatorSigner(approver.privateText), keys: loadOperatorKeys(keysText), keysText };
+  return {
+    sre: loadOperatorSigner(sre.privateText),
+    approver: loadOperatorSigner(approver.privateText),
+    keys: loadOperatorKeys(keysText),
+    keysText,
+  };
 }
 
 export type FaultKind = 'sigkill' | 'zombie' | 'failpoint-kill' | 'worker-crash' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart';

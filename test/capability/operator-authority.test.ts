@@ -27,13 +27,11 @@ let connection: Connection;
 let client: Client;
 let worker: RunningWorker;
 let keyless: RunningWorker;
-let settle: SettleClient;
 
 beforeAll(async () => {
   connection = await Connection.connect({ address: inject('temporalAddress') });
   client = new Client({ connection });
   [worker, keyless] = await Promise.all([startTestWorker(), startTestWorker({ operatorKeys: null })]);
-  settle = new SettleClient(worker.client, worker.taskQueue);
 });
 afterAll(async () => {
   await Promise.all([worker?.stop(), keyless?.stop()]);
@@ -92,7 +90,9 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       const claim = { purpose: 'settle', trajectoryId, key, generation: 1, verdict: 'not_applied', reason: 'checked' } as const;
       const own = new SettleClient(client, call.taskQueue);
       const update = (credential: unknown) =>
-        handle.executeUpdate('settleCall', { args: [{ key, verdict: 'not_applied', operator: TEST_OPERATOR, reason: 'checked', generation: 1, credential }] });
+        handle.executeUpdate('settleCall', {
+          args: [{ key, verdict: 'not_applied', operator: TEST_OPERATOR, reason: 'checked', generation: 1, credential }],
+        });
       expect(await refusal(update(signed({ ...claim, generation: 2 })))).toMatch(/credential must be for this generation/);
       expect(await refusal(update(signed({ ...claim, verdict: 'applied' })))).toMatch(/credential must be for this verdict/);
       // A credential for a generation not in doubt settles nothing (the write is fenced by it).
@@ -111,7 +111,9 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       expect(readLog(log)).toBe(before);
 
       // The operator's key: `settle resolve` mints the credential; a name other than the key's is refused.
-      const renamed = await runSettle(['resolve', key, '--as', 'applied', '--operator', 'alice', '--reason', 'deploy.log'], { env: cliEnv });
+      const renamed = await runSettle(['resolve', key, '--as', 'applied', '--operator', 'alice', '--reason', 'deploy.log'], {
+        env: cliEnv,
+      });
       expect(renamed.code).toBe(2);
       expect(renamed.stderr).toContain(`--operator: must be the operator your key names (${TEST_OPERATOR})`);
       const resolved = await runSettle(['resolve', key, '--generation', '1', '--as', 'applied', '--reason', 'deploy.log has the line'], {
@@ -176,12 +178,22 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
       handle.executeUpdate('approveCall', { args: [{ key, approver: 'alice (change manager)', decision: 'approve', reason: 'CHG-1' }] }),
     );
     expect(raw).toMatch(/credential must be an operator credential/);
-    const forged = mintCredential(stranger('alice').signer, { purpose: 'approve', trajectoryId: id, key, decision: 'approve', reason: 'CHG-1' });
+    const forged = mintCredential(stranger('alice').signer, {
+      purpose: 'approve',
+      trajectoryId: id,
+      key,
+      decision: 'approve',
+      reason: 'CHG-1',
+    });
     expect(await refusal(own.approve(id, forged))).toMatch(/"alice" is not in SETTLE_OPERATOR_KEYS/);
     // The operator's credentials for something else: a denial sent as an approval, another trajectory, expired.
     const denial = approval(id, key, 'deny', 'CHG-1');
     expect(
-      await refusal(handle.executeUpdate('approveCall', { args: [{ key, approver: TEST_OPERATOR, decision: 'approve', reason: 'CHG-1', credential: denial }] })),
+      await refusal(
+        handle.executeUpdate('approveCall', {
+          args: [{ key, approver: TEST_OPERATOR, decision: 'approve', reason: 'CHG-1', credential: denial }],
+        }),
+      ),
     ).toMatch(/credential must be for this decision/);
     expect(await refusal(own.approve(id, approval('another-trajectory', key, 'approve', 'CHG-1')))).toMatch(
       /credential must be for this trajectoryId/,
@@ -190,7 +202,11 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
     expect(await refusal(own.approve(id, expired))).toMatch(/credential must be unexpired/);
     const verdict = signed({ purpose: 'settle', trajectoryId: id, key, generation: 1, verdict: 'applied', reason: 'CHG-1' });
     expect(
-      await refusal(handle.executeUpdate('approveCall', { args: [{ key, approver: TEST_OPERATOR, decision: 'approve', reason: 'CHG-1', credential: verdict }] })),
+      await refusal(
+        handle.executeUpdate('approveCall', {
+          args: [{ key, approver: TEST_OPERATOR, decision: 'approve', reason: 'CHG-1', credential: verdict }],
+        }),
+      ),
     ).toMatch(/credential must be for an approval/);
 
     expect((await own.status(id)).status).toBe('waiting_approval');

@@ -110,12 +110,9 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       const b = startWorker(taskQueue, 'bash_execute.after_run=kill');
       await waitingForOperator(handle, key, 1);
       // The operator (wrongly) says generation 1 did not run: generation 2 runs it on B, and B dies too.
-      const wrong = await runSettle(
-        ['resolve', key, '--as', 'not-applied', '--reason', 'no trace in the deploy log'],
-        {
-          env: cliEnv,
-        },
-      );
+      const wrong = await runSettle(['resolve', key, '--as', 'not-applied', '--reason', 'no trace in the deploy log'], {
+        env: cliEnv,
+      });
       expect(wrong.stderr).toBe('');
       expect(wrong.code).toBe(0);
       await hostGone(b);
@@ -130,12 +127,9 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       expect(description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS)).toBe('waiting_operator');
       expect(description.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(1);
 
-      const right = await runSettle(
-        ['resolve', key, '--as', 'applied', '--reason', 'deploy.log shows the second run'],
-        {
-          env: cliEnv,
-        },
-      );
+      const right = await runSettle(['resolve', key, '--as', 'applied', '--reason', 'deploy.log shows the second run'], {
+        env: cliEnv,
+      });
       expect(right.stderr).toBe('');
       expect(right.code).toBe(0);
       const result = (await handle.result()) as TrajectoryResult;
@@ -177,7 +171,11 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
         settledBy: `operator:${TEST_OPERATOR}`,
         settleReason: 'deploy.log has the run',
       });
-      expect((await store.events(key)).at(-1)).toMatchObject({ fromState: 'IN_DOUBT', toState: 'COMPLETED', actor: `operator:${TEST_OPERATOR}` });
+      expect((await store.events(key)).at(-1)).toMatchObject({
+        fromState: 'IN_DOUBT',
+        toState: 'COMPLETED',
+        actor: `operator:${TEST_OPERATOR}`,
+      });
       expect(fs.readFileSync(log, 'utf8')).toBe('run\n');
 
       // A second verdict finds nothing to settle, and says so.

@@ -95,7 +95,11 @@ describe('settle resolve racing the wait for an operator', { timeout: 240_000 },
       expect(done).toBe('COMPLETED');
       const result = (await handle.result()) as TrajectoryResult;
       expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'settled_by_operator' });
-      expect(await store.get(record.key)).toMatchObject({ state: 'COMPLETED', generation: record.generation, settledBy: `operator:${TEST_OPERATOR}` });
+      expect(await store.get(record.key)).toMatchObject({
+        state: 'COMPLETED',
+        generation: record.generation,
+        settledBy: `operator:${TEST_OPERATOR}`,
+      });
     } finally {
       await connection.close();
     }

@@ -262,7 +262,11 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
       const log = fs.existsSync(`${file}.log`) ? fs.readFileSync(`${file}.log`, 'utf8') : '';
       expect(['', 'begun\n']).toContain(log);
       expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
-      expect(record).toMatchObject({ settledBy: `operator:${TEST_OPERATOR}`, settleReason: 'deploy log shows the release went out', generation: 1 });
+      expect(record).toMatchObject({
+        settledBy: `operator:${TEST_OPERATOR}`,
+        settleReason: 'deploy log shows the release went out',
+        generation: 1,
+      });
       expect(events.map((e) => [e.fromState, e.toState, e.actor])).toEqual([
         ['UNSEEN', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
         ['IN_FLIGHT', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],

@@ -14,7 +14,11 @@ describe('settle operator keygen', { timeout: 60_000 }, () => {
     const r = await runSettle(['operator', 'keygen', 'alice']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const setting = (name: string) => r.stdout.split('\n').find((l) => l.startsWith(`${name}=`))!.slice(name.length + 1);
+    const setting = (name: string) =>
+      r.stdout
+        .split('\n')
+        .find((l) => l.startsWith(`${name}=`))!
+        .slice(name.length + 1);
     const signer = loadOperatorSigner(setting('SETTLE_OPERATOR_KEY'));
     const keys = loadOperatorKeys(setting('SETTLE_OPERATOR_KEYS'));
     expect(signer.operator).toBe('alice');
@@ -22,7 +26,12 @@ describe('settle operator keygen', { timeout: 60_000 }, () => {
     expect(verifyCredential(mintCredential(signer, claim), claim, keys)).toMatchObject({ ok: true, body: { operator: 'alice' } });
     // Another pair's public key does not verify alice's credential.
     const other = await runSettle(['operator', 'keygen', 'alice']);
-    const otherKeys = loadOperatorKeys(other.stdout.split('\n').find((l) => l.startsWith('SETTLE_OPERATOR_KEYS='))!.split('=')[1]!);
+    const otherKeys = loadOperatorKeys(
+      other.stdout
+        .split('\n')
+        .find((l) => l.startsWith('SETTLE_OPERATOR_KEYS='))!
+        .split('=')[1]!,
+    );
     expect(verifyCredential(mintCredential(signer, claim), claim, otherKeys)).toEqual({
       ok: false,
       rule: "carry alice's signature over its body (the signature does not match)",

@@ -112,10 +112,9 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
       expect(row.indexOf('IN_DOUBT')).toBe(header.indexOf('state'));
 
       // The 16 digits status prints are enough to settle it.
-      const resolved = await runSettleAsync(
-        ['resolve', key.slice(0, 16), '--as', 'applied', '--reason', 'deploy.log has the line'],
-        { env: cliEnv },
-      );
+      const resolved = await runSettleAsync(['resolve', key.slice(0, 16), '--as', 'applied', '--reason', 'deploy.log has the line'], {
+        env: cliEnv,
+      });
       expect(resolved.stderr).toBe('');
       expect(resolved.stdout).toContain('via the settleCall update');
       const result = (await handle.result()) as TrajectoryResult;

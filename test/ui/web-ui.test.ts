@@ -114,9 +114,7 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     const applied = `settle resolve ${key} \\\n  --generation ${generation} --as applied --reason 'what you checked'`;
     // Verbatim: no en dash for "--", no curly quotes, the whole key.
     expect(text).toContain(applied);
-    expect(text).toContain(
-      `settle resolve ${key} \\\n  --generation ${generation} --as not-applied --reason 'what you checked'`,
-    );
+    expect(text).toContain(`settle resolve ${key} \\\n  --generation ${generation} --as not-applied --reason 'what you checked'`);
     expect(text.split('\n')[0]).toMatch(
       new RegExp(
         `^waiting for an operator · bash_execute echo deployed >> deploy\\.log · key ${key.slice(0, 16)} · since .* UTC · no deadline$`,
