@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { loadOperatorKeys, loadOperatorSigner } from '../../activities/operator/operator-keys';
 import { mintCredential, verifyCredential } from '../../activities/operator/operator-credentials';
 import { runSettle } from '../support/cli';
+import { devOperatorKey, devOperatorKeys } from '../../cli/operator-key';
 
 const claim = { purpose: 'approve', trajectoryId: 't-1', key: 'a'.repeat(64), decision: 'approve', reason: 'CHG-1' } as const;
 
@@ -55,5 +56,15 @@ describe('settle operator keygen', { timeout: 60_000 }, () => {
     expect(() => loadOperatorKeys('alice:abc')).toThrow('SETTLE_OPERATOR_KEYS[0] (alice) must hold a 32-byte Ed25519 public key');
     expect(() => loadOperatorKeys('nokey')).toThrow('SETTLE_OPERATOR_KEYS[0] must be NAME:base64url-public-key');
     expect(() => loadOperatorSigner('alice:abc')).toThrow('SETTLE_OPERATOR_KEY (alice) must hold an Ed25519 private key');
+  });
+
+  it('settle dev and the demo: one development key, kept owner-only and reused; the worker verifies with its public half', () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'settle-devkey-')), 'operator-key');
+    const first = devOperatorKey(file);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const again = devOperatorKey(file);
+    expect(again.signer.operator).toBe(first.signer.operator);
+    const keys = devOperatorKeys(again.signer);
+    expect(verifyCredential(mintCredential(first.signer, claim), claim, keys)).toMatchObject({ ok: true });
   });
 });
