@@ -24,6 +24,9 @@ import type { ChildRequest } from '../core/capability/rules';
 import { probeRecord, runSettled } from './settled/run-settled';
 import { emitCallEvent } from './observability/events';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
+import type { OperatorKeys } from './operator/operator-keys';
+import { verifyCredential } from './operator/operator-credentials';
+import { InputError } from '../core/errors';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from './settled/watch-record';
 import { TOOL_IMPLEMENTATIONS } from './tools/index';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
@@ -99,12 +102,23 @@ export interface ActivityDeps {
   keyRing?: KeyRing | null;
   /** What the worker's operator allows (workspace root, model endpoints and keys, development mode). */
   policy: WorkerPolicy;
+  /** Operator public keys (SETTLE_OPERATOR_KEYS); without them, every operator verdict and approval is refused. */
+  operatorKeys?: OperatorKeys | null;
+}
+
+/** What an approveCall update asks: checked against its operator credential before the workflow takes it. */
+export interface ApprovalRequest {
+  key: string;
+  decision: 'approve' | 'deny';
+  reason: string;
+  approver: string;
+  credential: unknown;
 }
 
 /** The worker's policy refused the call (component `policy`): nothing was claimed or touched. */
 const POLICY = 'policy';
 
-export function createActivities({ store, identity, keyRing = null, policy }: ActivityDeps) {
+export function createActivities({ store, identity, keyRing = null, policy, operatorKeys = null }: ActivityDeps) {
   const callStats = new CallStats(store.db);
   const budgets = new BudgetStore(store.db);
 
@@ -347,11 +361,41 @@ export function createActivities({ store, identity, keyRing = null, policy }: Ac
      * generation it settled: a verdict belongs to that execution, not to later ones.
      */
     async settleByOperator(input: OperatorSettlement): Promise<{ state: RecordState; generation: number }> {
-      const outcome = await settleByOperator(store, input);
+      const trajectoryId = Context.current().info.workflowExecution?.workflowId;
+      if (!trajectoryId)
+        throw ApplicationFailure.nonRetryable('settleByOperator must run inside a trajectory workflow', FAILURE.NoWorkflow);
+      const outcome = await settleByOperator(store, input, { keys: operatorKeys, trajectoryId }).catch(refusedAuthority);
       if (outcome.state === 'UNSEEN') throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
       return { state: outcome.state, generation: outcome.generation };
     },
+
+    /**
+     * Before a trajectory takes an approval (run as a local activity by the approveCall update):
+     * the operator credential must prove this decision on this call of this trajectory. Returns
+     * the approver it proves, the one recorded; refuses (non-retryable) otherwise.
+     */
+    async verifyApproval(input: ApprovalRequest): Promise<{ approver: string }> {
+      const trajectoryId = Context.current().info.workflowExecution?.workflowId;
+      if (!trajectoryId) throw ApplicationFailure.nonRetryable('verifyApproval must run inside a trajectory workflow', FAILURE.NoWorkflow);
+      const check = verifyCredential(
+        input.credential,
+        { purpose: 'approve', trajectoryId, key: input.key, decision: input.decision, reason: input.reason },
+        operatorKeys,
+      );
+      if (!check.ok) refusedAuthority(new InputError('credential', check.rule));
+      const approver = check.body.operator;
+      if (input.approver !== approver) {
+        refusedAuthority(new InputError('approver', `be the operator the credential proves (${approver})`));
+      }
+      return { approver };
+    },
   };
+}
+
+/** An operator action without the authority it needs: refused for good (the update fails, naming the rule). */
+function refusedAuthority(err: unknown): never {
+  if (err instanceof InputError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.OperatorAuthority);
+  throw err;
 }
 
 export type SettleActivities = ReturnType<typeof createActivities>;

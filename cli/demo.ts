@@ -15,6 +15,7 @@ import { createSettleWorker } from '../workers/create-worker';
 import type { ScriptedTurn, TrajectoryResult } from '../workflows/trajectory';
 import { workflowUrl } from './ui';
 import { handOverWorkspace } from '../activities/tools/sandbox-identity';
+import { devOperatorKey, devOperatorKeys } from './operator-key';
 
 export interface DemoOptions {
   keep: boolean;
@@ -69,9 +70,12 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     prepareWorkspace(workspace);
 
     log('worker: bundling workflow code and starting…');
+    // As `settle dev`: the development operator key's public half, so verdicts and approvals can be given.
+    const operatorKey = devOperatorKey();
     const worker = await createSettleWorker({
       temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
       databaseUrl: stack.databaseUrl,
+      operatorKeys: devOperatorKeys(operatorKey.signer),
     });
     shutdownWorker = () => worker.shutdown();
     workerRun = worker.run();
@@ -92,7 +96,10 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     for (const p of problems) console.error(`demo: FAILED: ${p}`);
 
     if (options.keep) {
-      console.log(`\nStack kept up (Ctrl-C to stop). Temporal ${stack.temporal.address}, DATABASE_URL=${stack.databaseUrl}`);
+      console.log(
+        `\nStack kept up (Ctrl-C to stop). Temporal ${stack.temporal.address}, DATABASE_URL=${stack.databaseUrl}, ` +
+          `SETTLE_OPERATOR_KEY=@${operatorKey.file} (operator ${operatorKey.signer.operator})`,
+      );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

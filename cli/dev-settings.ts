@@ -13,6 +13,8 @@ export interface DevSettings {
   databaseUrl: string;
   uiUrl: string | null;
   pid: number;
+  /** The development operator key's file (cli/operator-key.ts): `settle resolve`/`approve` sign with it. */
+  operatorKeyFile?: string;
 }
 
 export const DEV_SETTINGS_FILE = path.join(SETTLE_DIR, 'dev.json');

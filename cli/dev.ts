@@ -4,6 +4,7 @@ import { loadTemporalTarget } from '../client/connection';
 import { startObservability } from '../workers/observability';
 import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
 import { removeDevSettings, writeDevSettings } from './dev-settings';
+import { devOperatorKey, devOperatorKeys } from './operator-key';
 
 export async function runDev(log: (line: string) => void): Promise<number> {
   const stack = await startStack({ log, persistent: true });
@@ -14,9 +15,12 @@ export async function runDev(log: (line: string) => void): Promise<number> {
       target: loadTemporalTarget({ address: stack.temporal.address, namespace: stack.temporal.namespace }),
       level: 'WARN',
     });
+    // The development operator key: its public half for the worker, the file for the CLI (dev settings).
+    const operatorKey = devOperatorKey();
     const worker = await createSettleWorker({
       temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
       databaseUrl: stack.databaseUrl,
+      operatorKeys: devOperatorKeys(operatorKey.signer),
     });
     const settings = {
       temporalAddress: stack.temporal.address,
@@ -25,6 +29,7 @@ export async function runDev(log: (line: string) => void): Promise<number> {
       databaseUrl: stack.databaseUrl,
       uiUrl: stack.temporal.uiUrl,
       pid: process.pid,
+      operatorKeyFile: operatorKey.file,
     };
     writeDevSettings(settings);
     console.log(
@@ -35,6 +40,7 @@ export async function runDev(log: (line: string) => void): Promise<number> {
         `  TEMPORAL_NAMESPACE   ${settings.namespace}`,
         `  TEMPORAL_TASK_QUEUE  ${settings.taskQueue}`,
         `  DATABASE_URL         ${settings.databaseUrl}`,
+        `  operator key         ${operatorKey.file} (operator ${operatorKey.signer.operator}: settle resolve/approve sign with it)`,
         `  metrics              ${observability.metricsUrl ?? '(set SETTLE_METRICS_PORT to serve /metrics)'}`,
         `  dynamic config       ${Object.entries(stack.temporal.dynamicConfig)
           .map(([k, v]) => `${k}=${JSON.stringify(v)}`)

@@ -223,6 +223,7 @@ const COMMAND_GROUPS: { commands: string[]; register: () => Promise<(program: Co
     register: async () => (await import('./trajectory-commands')).registerTrajectoryCommands,
   },
   { commands: ['cap'], register: async () => (await import('./cap-commands')).registerCapabilityCommands },
+  { commands: ['operator'], register: async () => (await import('./operator-commands')).registerOperatorCommands },
   { commands: ['lint', 'stats', 'breakeven', 'cost'], register: async () => (await import('./workbench')).registerWorkbenchCommands },
 ];
 

@@ -2,43 +2,77 @@
  * An operator's verdict on an IN_DOUBT call, delivered where it is needed: to the trajectory that
  * waits for it (the settleCall update, so it wakes up and carries on), else — trajectory ended,
  * or running but not waiting for this call — directly on the record, by the same fenced
- * statement and with the same audit event. Used by `settle resolve` and the chaos suite's SRE.
+ * statement and with the same audit event. Either way with an operator credential minted here,
+ * for the generation examined, from the operator's key. Used by `settle resolve` and the chaos
+ * suite's SRE.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { settleByOperator, type OperatorSettlement } from '../activities/settled/operator-settlement';
+import { settleByOperator } from '../activities/settled/operator-settlement';
 import type { EndpointStore } from '../activities/store/endpoint-store';
+import { mintCredential } from '../activities/operator/operator-credentials';
+import type { OperatorKeys, OperatorSigner } from '../activities/operator/operator-keys';
+import type { OperatorCredential } from '../core/operator-credential';
 import type { SettleClient } from '../client/index';
 
 export type CallResolution =
   /** The waiting trajectory took the verdict. */
-  | { path: 'update'; trajectoryId: string; state: string }
+  | { path: 'update'; trajectoryId: string; state: string; operator: string }
   /** Nobody waits for the call: the record was settled directly (`why` says why). */
-  | { path: 'record'; trajectoryId: string; state: string; generation: number; why: string }
+  | { path: 'record'; trajectoryId: string; state: string; generation: number; why: string; operator: string }
   /** The record is not IN_DOUBT (any more), or not at the generation examined: nothing settled. */
   | { path: 'none'; state: string; generation?: number };
 
-/** Throws what the trajectory's validator refused (e.g. an empty operator name), as Temporal reports it. */
-export async function resolveCall(client: SettleClient, store: EndpointStore, settlement: OperatorSettlement): Promise<CallResolution> {
-  const record = await store.get(settlement.key);
+/** What the operator decided: the verdict on one call, and why. */
+export interface VerdictRequest {
+  key: string;
+  verdict: 'applied' | 'not_applied';
+  reason: string;
+  /** The generation the operator examined; default: the one read now. */
+  generation?: number;
+}
+
+/** Who decides: their signing key, and the keys a direct write is verified with (cli/operator-key.ts verifyingKeys). */
+export interface OperatorAuthorityOf {
+  signer: OperatorSigner;
+  keys: OperatorKeys;
+}
+
+/** Throws what the trajectory refused (e.g. a credential its worker cannot verify), as Temporal reports it. */
+export async function resolveCall(
+  client: SettleClient,
+  store: EndpointStore,
+  request: VerdictRequest,
+  authority: OperatorAuthorityOf,
+): Promise<CallResolution> {
+  const record = await store.get(request.key);
   if (!record) return { path: 'none', state: 'UNSEEN' };
   if (record.state !== 'IN_DOUBT') return { path: 'none', state: record.state, generation: record.generation };
   // The verdict is about one execution: the generation the operator examined, else the one read
   // now. It is never written on a later generation (docs/model-checking.md#found).
-  const pinned = { ...settlement, generation: settlement.generation ?? record.generation };
-  if (pinned.generation !== record.generation) return { path: 'none', state: record.state, generation: record.generation };
+  const generation = request.generation ?? record.generation;
+  if (generation !== record.generation) return { path: 'none', state: record.state, generation: record.generation };
   const { trajectoryId } = record;
-  const viaUpdate = await settleThroughTrajectory(client, trajectoryId, pinned);
-  if (viaUpdate.kind === 'settled') return { path: 'update', trajectoryId, state: viaUpdate.state };
-  const outcome = await settleByOperator(store, pinned);
+  const credential = mintCredential(authority.signer, {
+    purpose: 'settle',
+    trajectoryId,
+    key: record.key,
+    generation,
+    verdict: request.verdict,
+    reason: request.reason,
+  });
+  const operator = authority.signer.operator;
+  const viaUpdate = await settleThroughTrajectory(client, trajectoryId, credential);
+  if (viaUpdate.kind === 'settled') return { path: 'update', trajectoryId, state: viaUpdate.state, operator };
+  const outcome = await settleByOperator(store, { ...request, key: record.key, generation, credential }, { keys: authority.keys });
   if (!outcome.settled) return { path: 'none', state: outcome.state, generation: outcome.generation };
-  return { path: 'record', trajectoryId, state: outcome.state, generation: outcome.generation, why: viaUpdate.why };
+  return { path: 'record', trajectoryId, state: outcome.state, generation: outcome.generation, why: viaUpdate.why, operator };
 }
 
 /** Sends the settleCall update if the trajectory runs and waits for the call; otherwise says why not. */
 async function settleThroughTrajectory(
   client: SettleClient,
   trajectoryId: string,
-  settlement: OperatorSettlement,
+  credential: OperatorCredential,
 ): Promise<{ kind: 'settled'; state: string } | { kind: 'not_waiting'; why: string }> {
   let runStatus: string;
   try {
@@ -49,7 +83,7 @@ async function settleThroughTrajectory(
   }
   if (runStatus !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${runStatus})` };
   try {
-    return { kind: 'settled', ...(await client.settle(trajectoryId, settlement)) };
+    return { kind: 'settled', ...(await client.settle(trajectoryId, credential)) };
   } catch (err) {
     // The validator refuses keys the trajectory does not wait for (e.g. while it probes again).
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';

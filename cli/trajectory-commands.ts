@@ -11,6 +11,8 @@ import { reportOutcomeText } from '../core/outcome-label';
 import type { TrajectoryStatusReport } from '../client/index';
 import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { resolveCall } from './resolve-call';
+import { mintCredential } from '../activities/operator/operator-credentials';
+import { operatorSigner, verifyingKeys } from './operator-key';
 import { databaseConfigured, withClient, withStore } from './connections';
 import { fullKey, keyArgument, uniqueKey } from './key-prefix';
 import { formatTable } from './table';
@@ -59,19 +61,27 @@ export function registerTrajectoryCommands(program: Command): void {
 
   program
     .command('approve')
-    .description('Approve (or with --deny, deny) an A3 call that waits for approval.')
+    .description(
+      'Approve (or with --deny, deny) an A3 call that waits for approval, signed with your operator key ' +
+        '(SETTLE_OPERATOR_KEY, or the key of a running settle dev): the approver recorded is the key’s operator.',
+    )
     .argument('<id>', 'trajectory id')
     .argument('<key>', 'the call’s idempotency key, or a unique prefix of at least 8 hex digits')
-    .requiredOption('--approver <name>', 'who decides (recorded)')
     .requiredOption('--reason <text>', 'why (recorded)')
+    .option('--approver <name>', 'who decides: if given, must be the operator your key names')
     .option('--deny', 'deny instead of approve', false)
-    .action(async (id: string, keyArg: string, opts: { approver: string; reason: string; deny: boolean }) => {
+    .action(async (id: string, keyArg: string, opts: { approver?: string; reason: string; deny: boolean }) => {
       keyArgument(keyArg);
+      if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
+      const signer = operatorSigner();
+      sameOperator('--approver', opts.approver, signer.operator);
       await withClient(async (client) => {
         // The call may have no record yet (A3 waits before its claim): its trajectory knows its keys.
         const key = keyArg.length === 64 ? keyArg : uniqueKey(keyArg, await client.callKeys(id).catch(rejected), `call of ${id}`);
-        await client.approve(id, key, opts.approver, opts.deny ? 'deny' : 'approve', opts.reason).catch(rejected);
-        console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${opts.approver}`);
+        const decision = opts.deny ? 'deny' : 'approve';
+        const credential = mintCredential(signer, { purpose: 'approve', trajectoryId: id, key, decision, reason: opts.reason });
+        await client.approve(id, credential).catch(rejected);
+        console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${signer.operator}`);
       });
     });
 
@@ -83,13 +93,13 @@ export function registerTrajectoryCommands(program: Command): void {
     )
     .argument('<key>', 'the call’s idempotency key, or a unique prefix of at least 8 hex digits')
     .requiredOption('--as <verdict>', 'applied | not-applied')
-    .requiredOption('--operator <name>', 'who settles (recorded on the record and its events)')
     .requiredOption('--reason <text>', 'why (recorded)')
+    .option('--operator <name>', 'who settles: if given, must be the operator your key names (SETTLE_OPERATOR_KEY)')
     .option(
       '--generation <n>',
       'the generation you examined (settle show KEY): the verdict is refused if the record has moved on; default: the one read now',
     )
-    .action(async (keyArg: string, opts: { as: string; operator: string; reason: string; generation?: string }) => {
+    .action(async (keyArg: string, opts: { as: string; operator?: string; reason: string; generation?: string }) => {
       keyArgument(keyArg);
       const generation = opts.generation === undefined ? undefined : Number(opts.generation);
       if (generation !== undefined && !(/^[1-9][0-9]*$/.test(opts.generation!) && Number.isSafeInteger(generation))) {
@@ -97,17 +107,18 @@ export function registerTrajectoryCommands(program: Command): void {
       }
       if (opts.as !== 'applied' && opts.as !== 'not-applied')
         throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
-      if (!opts.operator.trim()) throw new UsageError('--operator: must be a non-empty name');
       if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
+      const signer = operatorSigner();
+      sameOperator('--operator', opts.operator, signer.operator);
       const key = await withStore((store) => fullKey(store, keyArg));
-      const settlement = {
+      const request = {
         key,
         verdict: opts.as === 'applied' ? 'applied' : 'not_applied',
-        operator: opts.operator,
         reason: opts.reason,
         ...(generation !== undefined ? { generation } : {}),
       } as const;
-      const resolution = await withStore((store) => withClient((client) => resolveCall(client, store, settlement).catch(rejected)));
+      const authority = { signer, keys: verifyingKeys(signer) };
+      const resolution = await withStore((store) => withClient((client) => resolveCall(client, store, request, authority).catch(rejected)));
       if (resolution.path === 'none') {
         throw new UsageError(
           resolution.state === 'UNSEEN'
@@ -117,7 +128,7 @@ export function registerTrajectoryCommands(program: Command): void {
               : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
         );
       }
-      const settled = `${key.slice(0, 16)}… in ${printable(resolution.trajectoryId)}: ${resolution.state} (settled by operator:${opts.operator})`;
+      const settled = `${key.slice(0, 16)}… in ${printable(resolution.trajectoryId)}: ${resolution.state} (settled by operator:${resolution.operator})`;
       console.log(
         resolution.path === 'update'
           ? `${settled} via the settleCall update of the waiting trajectory`
@@ -157,10 +168,21 @@ function strictJson(bytes: Uint8Array, field: string): unknown {
   }
 }
 
-/** A rejected update (validator) is bad input: show its reason as one line. */
+/**
+ * A rejected update (its validator, or the worker's check of the operator credential) is bad
+ * input: show the innermost reason (below "activity failed") as one line.
+ */
 function rejected(err: unknown): never {
-  const cause = (err as { cause?: { message?: string } }).cause?.message;
-  throw new UsageError(cause ?? (err as Error).message);
+  let reason = (err as Error).message;
+  for (let e = (err as { cause?: unknown }).cause; e instanceof Error; e = (e as { cause?: unknown }).cause) reason = e.message;
+  throw new UsageError(reason);
+}
+
+/** `--operator`/`--approver` are optional: the key names the operator, and a different name is refused. */
+function sameOperator(flag: string, given: string | undefined, operator: string): void {
+  if (given !== undefined && given !== operator) {
+    throw new UsageError(`${flag}: must be the operator your key names (${operator}), or be left out`);
+  }
 }
 
 /** The endpoint records of a trajectory, or why they cannot be read. */

@@ -44,6 +44,7 @@ const { temporal } = proto;
 import { RunTurnInputSchema, TrajectoryRequestSchema, type TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 import { InputError } from '../core/errors';
+import type { OperatorCredential } from '../core/operator-credential';
 import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 
 export { DEFAULT_TASK_QUEUE } from './connection';
@@ -164,11 +165,31 @@ export class SettleClient {
     await this.handle(trajectoryId).executeUpdate(finishUpdate, { args: [{ outcome, reason }] });
   }
 
-  async approve(trajectoryId: string, key: string, approver: string, decision: 'approve' | 'deny', reason: string): Promise<void> {
-    await this.handle(trajectoryId).executeUpdate(approveCallUpdate, { args: [{ key, approver, decision, reason }] });
+  /**
+   * Approves or denies an A3 call: the decision, approver and reason are the operator credential's
+   * (minted with the operator's key: `settle approve`, or mintCredential). The worker refuses any
+   * decision without one (docs/security.md#operator-authority).
+   */
+  async approve(trajectoryId: string, credential: OperatorCredential): Promise<void> {
+    const { body } = credential;
+    if (body.purpose !== 'approve') throw new InputError('credential', `be for an approval (it is for ${body.purpose})`);
+    await this.handle(trajectoryId).executeUpdate(approveCallUpdate, {
+      args: [{ key: body.key, approver: body.operator, decision: body.decision, reason: body.reason, credential }],
+    });
   }
 
-  async settle(trajectoryId: string, settlement: SettleCallInput): Promise<{ state: string }> {
+  /** An operator's verdict on an IN_DOUBT call the trajectory waits for, as its operator credential says (`settle resolve`). */
+  async settle(trajectoryId: string, credential: OperatorCredential): Promise<{ state: string }> {
+    const { body } = credential;
+    if (body.purpose !== 'settle') throw new InputError('credential', `be for a verdict (it is for ${body.purpose})`);
+    const settlement: SettleCallInput = {
+      key: body.key,
+      verdict: body.verdict,
+      operator: body.operator,
+      reason: body.reason,
+      generation: body.generation,
+      credential,
+    };
     return this.handle(trajectoryId).executeUpdate(settleCallUpdate, { args: [settlement] });
   }
 

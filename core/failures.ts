@@ -27,6 +27,11 @@ export const FAILURE = {
    * green; details carry the attempt's outcome, and the workflow goes on to probe or wait as before.
    */
   InDoubt: 'SettleInDoubt',
+  /**
+   * An operator verdict or approval without a valid operator credential (docs/security.md#operator-authority):
+   * refused before anything changed.
+   */
+  OperatorAuthority: 'SettleOperatorAuthority',
   /** The model driver's configuration cannot work on this worker (e.g. its API key variable). */
   ModelConfig: 'SettleModelConfig',
   /** The model server refused the request for good (4xx other than rate limits). */

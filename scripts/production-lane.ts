@@ -30,6 +30,8 @@ import { SETTLE_DIR } from '../stack/paths';
 import { freePorts, isListening } from '../stack/ports';
 import { findTemporalCli, LOW_LATENCY_DYNAMIC_CONFIG } from '../stack/temporal';
 import { settleBundleOptions } from '../workers/workflow-bundle';
+import { generateOperatorKey } from '../activities/operator/operator-keys';
+import { TEST_OPERATOR } from '../test/support/operator-name';
 
 const BIN = path.join(SETTLE_DIR, 'bin');
 const LANE_DIR = path.join(SETTLE_DIR, 'production');
@@ -170,7 +172,14 @@ async function main(): Promise<number> {
       return 0;
     }
 
-    // 3. Two settle workers (separate processes, one bundle), each with its /metrics.
+    // 3. Two settle workers (separate processes, one bundle), each with its /metrics, and the
+    //    on-call operator's key as an operator provisions it: its public half for the workers,
+    //    its private half for the tests that act as the operator (test/support/operator.ts).
+    if (!process.env.SETTLE_OPERATOR_KEY) {
+      const { privateText, publicText } = generateOperatorKey(TEST_OPERATOR);
+      process.env.SETTLE_OPERATOR_KEY = privateText;
+      process.env.SETTLE_OPERATOR_KEYS = publicText;
+    }
     const bundlePath = path.join(LANE_DIR, 'workflow-bundle.js');
     fs.writeFileSync(bundlePath, (await bundleWorkflowCode(settleBundleOptions(quiet))).code);
     const metricsPorts = await freePorts(2);

@@ -10,6 +10,8 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { startStack } from '../stack/index';
 import { SETTLE_DIR } from '../stack/paths';
 import { settleBundleOptions } from '../workers/workflow-bundle';
+import { generateOperatorKey } from '../activities/operator/operator-keys';
+import { TEST_OPERATOR } from './support/operator-name';
 import './support/provided-context';
 
 export default async function setup(project: TestProject) {
@@ -17,6 +19,13 @@ export default async function setup(project: TestProject) {
   fs.chmodSync(runDir, 0o755);
   // Shell run markers (activities/tools/shell-markers.ts) of every in-process and spawned worker.
   process.env.SETTLE_RUNS_DIR ??= path.join(runDir, 'runs');
+  // The on-call operator's key (test/support/operator.ts), as an operator provisions it: the private
+  // half for the CLI runs and tests that act as the operator, the public half for every worker.
+  if (!process.env.SETTLE_OPERATOR_KEY) {
+    const { privateText, publicText } = generateOperatorKey(TEST_OPERATOR);
+    process.env.SETTLE_OPERATOR_KEY = privateText;
+    process.env.SETTLE_OPERATOR_KEYS = publicText;
+  }
   // The production lane (scripts/production-lane.ts) runs its own Temporal server on PostgreSQL.
   const external = process.env.SETTLE_EXTERNAL_TEMPORAL_ADDRESS;
   const stack = external

@@ -11,6 +11,7 @@ import { createActivities } from '../activities/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
+import { operatorKeysFromEnv, type OperatorKeys } from '../activities/operator/operator-keys';
 import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
 import { tracingFromEnv, type Tracing } from './tracing';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from './workflow-bundle';
@@ -37,6 +38,11 @@ export interface SettleWorkerOptions {
   /** Capability keys; default: SETTLE_CAP_KEYS when set (invalid keys fail the start). */
   keyRing?: KeyRing | null;
   /**
+   * Operator public keys; default: SETTLE_OPERATOR_KEYS when set (invalid keys fail the start).
+   * Without them every operator verdict and approval is refused (docs/security.md#operator-authority).
+   */
+  operatorKeys?: OperatorKeys | null;
+  /**
    * What the worker's operator allows (made by makeWorkerPolicy); default: from the worker's
    * environment (activities/worker-policy.ts: SETTLE_WORKSPACE_ROOT, SETTLE_MODEL_ENDPOINTS,
    * SETTLE_MODEL_KEY_ENVS, SETTLE_ALLOW_NO_CAPABILITY).
@@ -61,6 +67,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
   const target = loadTemporalTarget(options.temporal);
   const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
+  const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();
   const policy = options.policy ?? loadWorkerPolicy(process.env);
   if (keyRing && policy.allowNoCapability) {
     (options.warn ?? ((line: string) => console.warn(line)))(
@@ -98,6 +105,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       identity,
       keyRing,
       policy,
+      operatorKeys,
     }),
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }

@@ -349,7 +349,8 @@ async function approvalFor(
   state.awaitingApproval.add(key);
   const since = Date.now();
   const approve = (deny: boolean) =>
-    `settle approve ${shellWord(ctx.trajectoryId)} ${key} \\\n  --approver YOUR_NAME --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
+    // The approver is the operator whose key signs (SETTLE_OPERATOR_KEY): no name to fill in.
+    `settle approve ${shellWord(ctx.trajectoryId)} ${key} \\\n  --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
   state.publish(
     'waiting_approval',
     waitDetails({

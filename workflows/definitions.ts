@@ -104,17 +104,27 @@ export interface RunTurnResult {
 export interface SettleCallInput {
   key: string;
   verdict: 'applied' | 'not_applied';
+  /** The operator the credential proves (the name recorded). */
   operator: string;
   reason: string;
   /** The generation the operator examined: the verdict settles that generation only. */
   generation?: number;
+  /**
+   * The operator credential for exactly this verdict (core/operator-credential.ts), minted by
+   * `settle resolve` from the operator's key: refused without it (docs/security.md#operator-authority).
+   * Absent in histories from before.
+   */
+  credential?: unknown;
 }
 
 export interface ApproveCallInput {
   key: string;
+  /** The operator the credential proves (the name recorded). */
   approver: string;
   decision: 'approve' | 'deny';
   reason: string;
+  /** The operator credential for exactly this decision, minted by `settle approve`; absent in histories from before. */
+  credential?: unknown;
 }
 
 export interface FinishInput {
@@ -130,8 +140,10 @@ export const waitingForQuery = defineQuery<string>('waitingFor');
 
 export const UPDATE_DESCRIPTIONS = {
   runTurn: "Runs one turn's calls and answers their observations (idempotent per trajectory and turn).",
-  settleCall: "An operator's verdict on an IN_DOUBT call this trajectory waits for: applied or not_applied, with name and reason.",
-  approveCall: 'Approves or denies an A3 call that waits for approval, with the approver and reason.',
+  settleCall:
+    "An operator's verdict on an IN_DOUBT call this trajectory waits for: applied or not_applied, with name and reason, proven by an operator credential (settle resolve).",
+  approveCall:
+    'Approves or denies an A3 call that waits for approval, with the approver and reason, proven by an operator credential (settle approve).',
   finish: 'Ends an orchestrator-driven trajectory: completed, or failed (runs the compensators).',
 } as const;
 

@@ -31,7 +31,7 @@ import type { CallOutcome, RecordStateOrUnseen } from '../core/records';
 import type { Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
 import type { WatchedRecord } from '../activities/settled/watch-record';
-import type { CallReport } from './definitions';
+import type { CallReport, SettleCallInput } from './definitions';
 import type { CallContext } from './call-pipeline';
 import type { TrajectoryState } from './trajectory-state';
 
@@ -353,8 +353,8 @@ export class SettledCall {
     this.waitingSince ??= Date.now();
     // Two lines each (a shell continues after `\`): the UI's details pane cuts lines longer than ~90 characters.
     // Fenced by `--generation`: a pasted command settles the execution shown here, never a later one.
-    const resolve = (as: string) =>
-      `settle resolve ${this.key} \\\n  --generation ${generation} --as ${as} --operator YOUR_NAME --reason 'what you checked'`;
+    // The operator is the one whose key signs (SETTLE_OPERATOR_KEY): no name to fill in.
+    const resolve = (as: string) => `settle resolve ${this.key} \\\n  --generation ${generation} --as ${as} --reason 'what you checked'`;
     return waitDetails({
       headline: 'waiting for an operator',
       tool: this.report.tool,
@@ -383,10 +383,8 @@ export class SettledCall {
 }
 
 /** The operator's verdict, applied by an activity (it writes the record). Used by the settleCall update handler. */
-export async function applyOperatorVerdict(
-  state: TrajectoryState,
-  s: { key: string; verdict: 'applied' | 'not_applied'; operator: string; reason: string },
-): Promise<{ state: string }> {
+export async function applyOperatorVerdict(state: TrajectoryState, s: SettleCallInput): Promise<{ state: string }> {
+  // The activity verifies the operator credential before it writes (activities/settled/operator-settlement.ts).
   const result = await settleByOperator(s);
   // Histories recorded before verdicts carried a generation have none: it applies to the wait in progress.
   if (result.state !== 'IN_DOUBT') state.recordOperatorVerdict(s.key, result.generation ?? null, result.state);

@@ -71,6 +71,7 @@ export class TrajectoryState {
     if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
     requireText(s.operator, 'operator', 'a non-empty name');
     requireText(s.reason, 'reason', 'a non-empty explanation');
+    requireCredential(s.credential, 'settle resolve');
     if (s.generation !== undefined && !(Number.isSafeInteger(s.generation) && s.generation >= 1)) {
       throw new InputError('generation', `be an integer ≥ 1 (got ${JSON.stringify(s.generation)})`);
     }
@@ -106,6 +107,7 @@ export class TrajectoryState {
     if (a.decision !== 'approve' && a.decision !== 'deny') throw new InputError('decision', 'be approve or deny');
     requireText(a.approver, 'approver', 'a non-empty name');
     requireText(a.reason, 'reason', 'a non-empty explanation');
+    requireCredential(a.credential, 'settle approve');
   }
 
   approveCall(a: ApproveCallInput): { decision: 'approve' | 'deny' } {
@@ -203,6 +205,13 @@ function startFingerprint(): string | null {
 function requireKey(key: unknown, waiting: Set<string>, what: string): void {
   if (typeof key !== 'string' || !waiting.has(key)) {
     throw new InputError('key', `name a call of this trajectory that is ${what} (got ${JSON.stringify(key)})`);
+  }
+}
+
+/** Its signature is verified by the worker before anything changes (an activity): here only that there is one. */
+function requireCredential(value: unknown, minter: string): void {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InputError('credential', `be an operator credential (${minter} mints one with the operator's key, SETTLE_OPERATOR_KEY)`);
   }
 }
 

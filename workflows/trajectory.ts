@@ -54,6 +54,7 @@ import {
   type TrajectoryInput,
   type TrajectoryResult,
 } from './definitions';
+import { approveWithAuthority } from './operator-authority';
 import { Patches } from './patches';
 import { SA_PARENT_TRAJECTORY } from './search-attributes';
 import { TrajectoryState } from './trajectory-state';
@@ -161,7 +162,7 @@ function installHandlers(ctx: CallContext): void {
     validator: (s: SettleCallInput) => state.validateSettleCall(s),
     description: UPDATE_DESCRIPTIONS.settleCall,
   });
-  setHandler(approveCallUpdate, (a) => state.approveCall(a), {
+  setHandler(approveCallUpdate, (a) => approveWithAuthority(state, a), {
     validator: (a: ApproveCallInput) => state.validateApproveCall(a),
     description: UPDATE_DESCRIPTIONS.approveCall,
   });

@@ -1,18 +1,27 @@
 /**
  * An operator's verdict on an IN_DOUBT record, written with their name and reason (on the record
- * and in its event trail, by the same statement). Used by the workflow's settleCall update (through
- * the settleByOperator activity) and by `settle resolve` when no running trajectory waits for the call.
+ * and in its event trail, by the same statement) — only with an operator credential that proves
+ * it (docs/security.md#operator-authority); the name written is the one the credential proves.
+ * Used by the workflow's settleCall update (through the settleByOperator activity) and by `settle
+ * resolve` when no running trajectory waits for the call.
  */
+import { InputError } from '../../core/errors';
+import type { CredentialBody } from '../../core/operator-credential';
 import type { Observation } from '../../core/observation';
 import type { RecordState } from '../../core/records';
 import type { EndpointStore } from '../store/endpoint-store';
 import { emitCallEvent } from '../observability/events';
+import { requireCredential } from '../operator/operator-credentials';
+import type { OperatorKeys } from '../operator/operator-keys';
 
 export interface OperatorSettlement {
   key: string;
   verdict: 'applied' | 'not_applied';
-  operator: string;
+  /** Who asks; when given, it must be the operator the credential proves (the one recorded). */
+  operator?: string;
   reason: string;
+  /** The operator credential (core/operator-credential.ts) for exactly this key, generation, verdict and reason. */
+  credential?: unknown;
   /**
    * The generation the operator examined. The verdict settles that generation only: if the record
    * has moved on (settled, claimed again, and IN_DOUBT at a later generation), the verdict says
@@ -28,20 +37,45 @@ export type OperatorOutcome =
   /** Nothing to settle: the record is not IN_DOUBT (any more), or does not exist. */
   | { settled: false; state: RecordState | 'UNSEEN'; generation: number };
 
+export interface OperatorAuthority {
+  /** The public operator keys credentials are verified with (null: none, so every verdict is refused). */
+  keys: OperatorKeys | null;
+  /** The trajectory asking (the settleCall update's workflow): the record must be one of its calls. */
+  trajectoryId?: string;
+  nowMs?: number;
+}
+
 /**
  * Settles the IN_DOUBT generation the operator examined (`input.generation`, else the one read
  * now), fenced by that generation: a verdict never lands on a later execution (a refused write
- * leaves an event naming the operator).
+ * leaves an event naming the operator). Throws InputError (field `credential`) unless the
+ * credential proves this verdict on this record and generation.
  */
-export async function settleByOperator(store: EndpointStore, input: OperatorSettlement): Promise<OperatorOutcome> {
+export async function settleByOperator(
+  store: EndpointStore,
+  input: OperatorSettlement,
+  authority: OperatorAuthority,
+): Promise<OperatorOutcome> {
   const record = await store.get(input.key);
   if (!record) return { settled: false, state: 'UNSEEN', generation: 0 };
-  if (record.state !== 'IN_DOUBT') return { settled: false, state: record.state, generation: record.generation };
+  if (authority.trajectoryId !== undefined && record.trajectoryId !== authority.trajectoryId) {
+    throw new InputError('key', `name a call of this trajectory (${input.key.slice(0, 16)}… belongs to another)`);
+  }
   const generation = input.generation ?? record.generation;
-  const actor = `operator:${input.operator}` as const;
+  const proven = requireCredential(
+    input.credential,
+    { purpose: 'settle', trajectoryId: record.trajectoryId, key: record.key, generation, verdict: input.verdict, reason: input.reason },
+    authority.keys,
+    authority.nowMs,
+  );
+  if (input.operator !== undefined && input.operator !== proven.operator) {
+    throw new InputError('operator', `be the operator the credential proves (${proven.operator}), or be left out`);
+  }
+  if (record.state !== 'IN_DOUBT') return { settled: false, state: record.state, generation: record.generation };
+  const actor = `operator:${proven.operator}` as const;
   const write =
     input.verdict === 'applied'
-      ? await store.settle(record.key, generation, { as: 'COMPLETED', result: operatorResult(input) }, actor, input.reason)
+      ? await store.settle(record.key, generation, { as: 'COMPLETED', result: operatorResult(proven) }, actor, input.reason)
       : await store.settle(record.key, generation, { as: 'NOT_EXECUTED' }, actor, input.reason);
   if (write.ok) {
     emitCallEvent({ event: 'settled', key: record.key, generation, by: 'operator', state: write.record.state, actor });
@@ -51,7 +85,7 @@ export async function settleByOperator(store: EndpointStore, input: OperatorSett
   return { settled: false, state: write.current?.state ?? 'UNSEEN', generation: write.current?.generation ?? record.generation };
 }
 
-function operatorResult(input: OperatorSettlement): Observation {
+function operatorResult(input: CredentialBody): Observation {
   return {
     output: `settled as applied by operator ${input.operator}: ${input.reason}`,
     error: null,

@@ -8,6 +8,34 @@ import pg from 'pg';
 import { PostgresServer } from '../infra/postgres-server';
 import { TemporalServer } from '../infra/temporal-server';
 import { WorkerProcess } from '../infra/worker-process';
+import {
+  generateOperatorKey,
+  loadOperatorKeys,
+  loadOperatorSigner,
+  type OperatorKeys,
+  type OperatorSigner,
+} from '../../activities/operator/operator-keys';
+
+/** The people on duty: their keys sign the SRE's verdicts and the approvers' decisions; the workers hold the public halves. */
+export interface OnDuty {
+  sre: OperatorSigner;
+  approver: OperatorSigner;
+  /** What the workers verify with (SETTLE_OPERATOR_KEYS). */
+  keys: OperatorKeys;
+  keysText: string;
+}
+
+function onDuty(): OnDuty {
+  const sre = generateOperatorKey('chaos-sre');
+  const approver = generateOperatorKey('chaos-approver');
+  const keysText = `${sre.publicText},${approver.publicText}`;
+  return {
+    sre: loadOperatorSigner(sre.privateText),
+    approver: loadOperatorSigner(approver.privateText),
+    keys: loadOperatorKeys(keysText),
+    keysText,
+  };
+}
 
 export type FaultKind = 'sigkill' | 'zombie' | 'failpoint-kill' | 'worker-crash' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart';
 
@@ -53,6 +81,8 @@ export class Cluster {
   private closed = false;
   /** A connection of the harness's own, to see which worker holds which call (aimed kills). */
   private inspector: pg.Pool | null = null;
+  /** Operator keys of this cluster, made when it starts (as an operator provisions them). */
+  readonly onDuty: OnDuty = onDuty();
 
   private constructor(
     private readonly options: ClusterOptions,
@@ -86,7 +116,7 @@ export class Cluster {
       failpoints: this.options.failpoints ?? '',
       maxOutput: 16 * 1024,
       // One root of shell run markers for the cluster's workers (one host), under the scenario's directory.
-      env: { SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs') },
+      env: { SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs'), SETTLE_OPERATOR_KEYS: this.onDuty.keysText },
       ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
     });
     this.workers.push(worker);

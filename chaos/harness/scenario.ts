@@ -145,7 +145,7 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     const faulting = (scenario.faults?.(cluster, random, () => running && Date.now() < faultsUntil) ?? Promise.resolve()).catch(
       (err: unknown) => env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
     );
-    const duties = Promise.all([sre.watch(workload, env.log), approveWhileRunning(settle, plans, workload)]);
+    const duties = Promise.all([sre.watch(workload, env.log), approveWhileRunning(settle, cluster.onDuty.approver, plans, workload)]);
     const progress = setInterval(() => void logProgress(scenario.name, store, cluster, plans, env.log), 15_000);
     const reports = await workload.finally(() => clearInterval(progress));
     await faulting;

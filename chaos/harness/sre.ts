@@ -103,14 +103,19 @@ export class Sre {
     if (!uid) return false;
     const present = effectPresent(plan.workspace, uid);
     const verdict = present ? 'applied' : 'not_applied';
-    const resolution = await resolveCall(this.settle, this.store, {
-      key: record.key,
-      verdict,
-      operator: 'chaos-sre',
-      reason: `${uid} is ${present ? '' : 'not '}in the workspace files; its executor is gone`,
-      // The facts above are about this generation's execution: never settle a later one with them.
-      generation: record.generation,
-    });
+    const resolution = await resolveCall(
+      this.settle,
+      this.store,
+      {
+        key: record.key,
+        verdict,
+        reason: `${uid} is ${present ? '' : 'not '}in the workspace files; its executor is gone`,
+        // The facts above are about this generation's execution: never settle a later one with them.
+        generation: record.generation,
+      },
+      // Signed with the SRE's operator key (chaos-sre, recorded as operator:chaos-sre).
+      { signer: this.cluster.onDuty.sre, keys: this.cluster.onDuty.keys },
+    );
     this.actions.push({ key: record.key, tool: record.tool, verdict, path: resolution.path, at: Date.now() });
     return resolution.path !== 'none';
   }

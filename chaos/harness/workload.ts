@@ -14,6 +14,8 @@ import path from 'node:path';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { SettleClient } from '../../client/index';
 import { handOverWorkspace } from '../../activities/tools/sandbox-identity';
+import { mintCredential } from '../../activities/operator/operator-credentials';
+import type { OperatorSigner } from '../../activities/operator/operator-keys';
 import { SA_PENDING_APPROVALS } from '../../workflows/search-attributes';
 import { callsQuery, type CallReport, type ProposedCall, type ScriptedTurn, type TrajectoryResult } from '../../workflows/definitions';
 
@@ -270,6 +272,8 @@ async function script(settle: SettleClient, plan: TrajectoryPlan, report: Trajec
  */
 export async function approveWhileRunning(
   settle: SettleClient,
+  /** The approver on duty's operator key: each decision is signed with it. */
+  approver: OperatorSigner,
   plans: TrajectoryPlan[],
   done: Promise<unknown>,
   options: { requestMs?: number; intervalMs?: number } = {},
@@ -289,7 +293,14 @@ export async function approveWhileRunning(
         calls
           .filter((c) => c.resolution === 'awaiting_approval' && c.key && !approved.has(c.key))
           .map(async (c) => {
-            await bounded(() => settle.approve(id, c.key!, 'chaos-approver', 'approve', 'chaos workload'));
+            const credential = mintCredential(approver, {
+              purpose: 'approve',
+              trajectoryId: id,
+              key: c.key!,
+              decision: 'approve',
+              reason: 'chaos workload',
+            });
+            await bounded(() => settle.approve(id, credential));
             approved.add(c.key!);
           }),
       );

@@ -16,6 +16,7 @@ import { WorkerProcess } from '../../chaos/infra/worker-process';
 import { runSettle } from '../support/cli';
 import { historyOf } from '../support/history';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { TEST_OPERATOR } from '../support/operator';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -109,12 +110,9 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       const b = startWorker(taskQueue, 'bash_execute.after_run=kill');
       await waitingForOperator(handle, key, 1);
       // The operator (wrongly) says generation 1 did not run: generation 2 runs it on B, and B dies too.
-      const wrong = await runSettle(
-        ['resolve', key, '--as', 'not-applied', '--operator', 'carol', '--reason', 'no trace in the deploy log'],
-        {
-          env: cliEnv,
-        },
-      );
+      const wrong = await runSettle(['resolve', key, '--as', 'not-applied', '--reason', 'no trace in the deploy log'], {
+        env: cliEnv,
+      });
       expect(wrong.stderr).toBe('');
       expect(wrong.code).toBe(0);
       await hostGone(b);
@@ -129,17 +127,14 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       expect(description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS)).toBe('waiting_operator');
       expect(description.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(1);
 
-      const right = await runSettle(
-        ['resolve', key, '--as', 'applied', '--operator', 'dave', '--reason', 'deploy.log shows the second run'],
-        {
-          env: cliEnv,
-        },
-      );
+      const right = await runSettle(['resolve', key, '--as', 'applied', '--reason', 'deploy.log shows the second run'], {
+        env: cliEnv,
+      });
       expect(right.stderr).toBe('');
       expect(right.code).toBe(0);
       const result = (await handle.result()) as TrajectoryResult;
       expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'settled_by_operator' });
-      expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 2, settledBy: 'operator:dave' });
+      expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 2, settledBy: `operator:${TEST_OPERATOR}` });
       expect(fs.readFileSync(log, 'utf8')).toBe('run\nrun\n'); // one run per generation, nothing more
       // The operator wait and the record watch came with the combined patch: no marker of their own.
       expect((await historyOf(client, trajectoryId)).patches).toEqual(['settle-2026-12-lean-calls']);
@@ -163,24 +158,28 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       await expect(handle.result()).rejects.toThrow();
       expect((await handle.describe()).status.name).toBe('CANCELLED');
 
-      const cli = await runSettle(['resolve', key, '--as', 'applied', '--operator', 'erin', '--reason', 'deploy.log has the run'], {
+      const cli = await runSettle(['resolve', key, '--as', 'applied', '--reason', 'deploy.log has the run'], {
         env: cliEnv,
       });
       expect(cli.stderr).toBe('');
       expect(cli.code).toBe(0);
-      expect(cli.stdout).toMatch(/COMPLETED \(settled by operator:erin\)/);
+      expect(cli.stdout).toContain(`COMPLETED (settled by operator:${TEST_OPERATOR})`);
       expect(cli.stdout).toMatch(/directly on the record: trajectory .* is not running/);
       expect(await store.get(key)).toMatchObject({
         state: 'COMPLETED',
         generation: 1,
-        settledBy: 'operator:erin',
+        settledBy: `operator:${TEST_OPERATOR}`,
         settleReason: 'deploy.log has the run',
       });
-      expect((await store.events(key)).at(-1)).toMatchObject({ fromState: 'IN_DOUBT', toState: 'COMPLETED', actor: 'operator:erin' });
+      expect((await store.events(key)).at(-1)).toMatchObject({
+        fromState: 'IN_DOUBT',
+        toState: 'COMPLETED',
+        actor: `operator:${TEST_OPERATOR}`,
+      });
       expect(fs.readFileSync(log, 'utf8')).toBe('run\n');
 
       // A second verdict finds nothing to settle, and says so.
-      const again = await runSettle(['resolve', key, '--as', 'not-applied', '--operator', 'erin', '--reason', 'again'], { env: cliEnv });
+      const again = await runSettle(['resolve', key, '--as', 'not-applied', '--reason', 'again'], { env: cliEnv });
       expect(again.code).toBe(2);
       expect(again.stderr).toMatch(/the record is COMPLETED, not IN_DOUBT/);
     } finally {

@@ -17,6 +17,7 @@ import type { TrajectoryResult } from '../../workflows/trajectory';
 import type { WorkerProcess } from '../../chaos/infra/worker-process';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
 import { inDoubtShellCall, until, workerProcess } from '../support/in-doubt';
+import { onCall, signed, TEST_OPERATOR } from '../support/operator';
 import { resolveCall } from '../../cli/resolve-call';
 import { SettleClient } from '../../client/index';
 
@@ -79,13 +80,9 @@ describe('settle resolve racing the wait for an operator', { timeout: 240_000 },
       // `settle resolve` takes its record path (cli/resolve-call.ts): this very statement. (Through
       // the CLI, the refused update would first wait for the stopped worker's workflow task to time
       // out, long enough for the probe to time out and be retried, which would hide the race.)
-      const settled = await settleByOperator(store, {
-        key: record.key,
-        verdict: 'applied',
-        operator: 'frank',
-        reason: 'deploy.log has the line',
-        generation: record.generation,
-      });
+      const claim = { key: record.key, verdict: 'applied' as const, reason: 'deploy.log has the line', generation: record.generation };
+      const credential = signed({ purpose: 'settle', trajectoryId, ...claim });
+      const settled = await settleByOperator(store, { ...claim, credential }, { keys: onCall().keys });
       expect(settled).toEqual({ settled: true, state: 'COMPLETED', generation: record.generation });
       prober.signal('SIGCONT');
 
@@ -98,7 +95,11 @@ describe('settle resolve racing the wait for an operator', { timeout: 240_000 },
       expect(done).toBe('COMPLETED');
       const result = (await handle.result()) as TrajectoryResult;
       expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'settled_by_operator' });
-      expect(await store.get(record.key)).toMatchObject({ state: 'COMPLETED', generation: record.generation, settledBy: 'operator:frank' });
+      expect(await store.get(record.key)).toMatchObject({
+        state: 'COMPLETED',
+        generation: record.generation,
+        settledBy: `operator:${TEST_OPERATOR}`,
+      });
     } finally {
       await connection.close();
     }
@@ -131,12 +132,12 @@ describe('the watched wait for an operator', { timeout: 240_000 }, () => {
       workers.push(first.worker);
       const second = await inDoubtShellCall(client, store);
       workers.push(second.worker);
-      const resolution = await resolveCall(new SettleClient(client, first.taskQueue), store, {
-        key: first.key,
-        verdict: 'not_applied',
-        operator: 'grace',
-        reason: 'no line in deploy.log',
-      });
+      const resolution = await resolveCall(
+        new SettleClient(client, first.taskQueue),
+        store,
+        { key: first.key, verdict: 'not_applied', reason: 'no line in deploy.log' },
+        onCall(),
+      );
       expect(resolution).toMatchObject({ path: 'update', state: 'NOT_EXECUTED' });
       const result = (await first.handle.result()) as TrajectoryResult;
       expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'executed' });

@@ -14,6 +14,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { settleCallUpdate } from '../../workflows/trajectory';
 import type { TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
+import { signed, TEST_OPERATOR } from '../support/operator';
 import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
@@ -170,11 +171,11 @@ describe('worker killed mid-effect', () => {
         await expect(
           handle.executeUpdate(settleCallUpdate, { args: [{ key, verdict: 'applied', operator: '', reason: 'x' }] }),
         ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/operator must be a non-empty name/) } });
-        const settled = await handle.executeUpdate(settleCallUpdate, {
-          args: [
-            { key, verdict: 'applied', operator: 'alice', reason: 'deploy log shows replicas=2 was applied before the manual change' },
-          ],
-        });
+        // The operator's verdict, with the credential their key signs (settle resolve mints the same).
+        const reason = 'deploy log shows replicas=2 was applied before the manual change';
+        const claim = { key, verdict: 'applied', reason, generation: 1 } as const;
+        const credential = signed({ purpose: 'settle', trajectoryId: handle.workflowId, ...claim });
+        const settled = await handle.executeUpdate(settleCallUpdate, { args: [{ ...claim, operator: TEST_OPERATOR, credential }] });
         expect(settled).toEqual({ state: 'COMPLETED' });
       },
     });
@@ -183,10 +184,10 @@ describe('worker killed mid-effect', () => {
     expect(record).toMatchObject({
       state: 'COMPLETED',
       generation: 1,
-      settledBy: 'operator:alice',
+      settledBy: `operator:${TEST_OPERATOR}`,
       settleReason: 'deploy log shows replicas=2 was applied before the manual change',
     });
-    expect(events.at(-1)).toMatchObject({ fromState: 'IN_DOUBT', toState: 'COMPLETED', actor: 'operator:alice' });
+    expect(events.at(-1)).toMatchObject({ fromState: 'IN_DOUBT', toState: 'COMPLETED', actor: `operator:${TEST_OPERATOR}` });
   });
 });
 
@@ -256,24 +257,28 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
           expect(details).toMatch(/started and no exit was recorded: it is not running \(.*\), and its effects may be partial/);
           const cli = spawnSync(
             process.execPath,
-            [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'deploy log shows the release went out'],
+            [BIN, 'resolve', key, '--as', 'applied', '--reason', 'deploy log shows the release went out'],
             { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') } },
           );
           expect(cli.stderr).toBe('');
           expect(cli.status).toBe(0);
-          expect(cli.stdout).toMatch(/: COMPLETED \(settled by operator:bob\)/);
+          expect(cli.stdout).toContain(`: COMPLETED (settled by operator:${TEST_OPERATOR})`);
         },
       });
       // The command died with its worker (it never finished) and nobody ran it again.
       const log = fs.existsSync(`${file}.log`) ? fs.readFileSync(`${file}.log`, 'utf8') : '';
       expect(['', 'begun\n']).toContain(log);
       expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
-      expect(record).toMatchObject({ settledBy: 'operator:bob', settleReason: 'deploy log shows the release went out', generation: 1 });
+      expect(record).toMatchObject({
+        settledBy: `operator:${TEST_OPERATOR}`,
+        settleReason: 'deploy log shows the release went out',
+        generation: 1,
+      });
       expect(events.map((e) => [e.fromState, e.toState, e.actor])).toEqual([
         ['UNSEEN', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
         ['IN_FLIGHT', 'IN_FLIGHT', expect.stringMatching(/^worker:/)],
         ['IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'],
-        ['IN_DOUBT', 'COMPLETED', 'operator:bob'],
+        ['IN_DOUBT', 'COMPLETED', `operator:${TEST_OPERATOR}`],
       ]);
     },
   );

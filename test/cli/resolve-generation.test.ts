@@ -7,11 +7,9 @@ const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 const KEY = 'a'.repeat(64);
 
 function resolve(generation: string) {
-  const r = spawnSync(
-    process.execPath,
-    [BIN, 'resolve', KEY, '--generation', generation, '--as', 'applied', '--operator', 'alice', '--reason', 'checked'],
-    { encoding: 'utf8' },
-  );
+  const r = spawnSync(process.execPath, [BIN, 'resolve', KEY, '--generation', generation, '--as', 'applied', '--reason', 'checked'], {
+    encoding: 'utf8',
+  });
   return { code: r.status, stderr: r.stderr };
 }
 

@@ -51,7 +51,7 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
     // Temporal's runtime metrics, relayed on the same endpoint.
     expect(before).toMatch(/^temporal_\w+/m);
 
-    const resolved = await runSettleAsync(['resolve', call.key, '--as', 'applied', '--operator', 'alice', '--reason', 'checked'], {
+    const resolved = await runSettleAsync(['resolve', call.key, '--as', 'applied', '--reason', 'checked'], {
       env: cliEnv,
     });
     expect(resolved.stderr).toBe('');

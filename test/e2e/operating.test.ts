@@ -14,6 +14,7 @@ import type { TrajectoryResult } from '../../workflows/definitions';
 import { runSettle, runSettleAsync } from '../support/cli';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 import { inDoubtShellCall, until } from '../support/in-doubt';
+import { TEST_OPERATOR } from '../support/operator';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -73,9 +74,9 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
         ?.split('\n');
       expect(block).toEqual([
         `settle resolve ${key} \\`,
-        `  --generation 1 --as applied --operator YOUR_NAME --reason 'what you checked'`,
+        `  --generation 1 --as applied --reason 'what you checked'`,
         `settle resolve ${key} \\`,
-        `  --generation 1 --as not-applied --operator YOUR_NAME --reason 'what you checked'`,
+        `  --generation 1 --as not-applied --reason 'what you checked'`,
       ]);
 
       // status: outcome column, probes apart from attempts, aligned columns.
@@ -111,10 +112,9 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
       expect(row.indexOf('IN_DOUBT')).toBe(header.indexOf('state'));
 
       // The 16 digits status prints are enough to settle it.
-      const resolved = await runSettleAsync(
-        ['resolve', key.slice(0, 16), '--as', 'applied', '--operator', 'alice', '--reason', 'deploy.log has the line'],
-        { env: cliEnv },
-      );
+      const resolved = await runSettleAsync(['resolve', key.slice(0, 16), '--as', 'applied', '--reason', 'deploy.log has the line'], {
+        env: cliEnv,
+      });
       expect(resolved.stderr).toBe('');
       expect(resolved.stdout).toContain('via the settleCall update');
       const result = (await handle.result()) as TrajectoryResult;
@@ -233,18 +233,19 @@ describe('outcomes, summaries, approvals', () => {
     expect(pending.waitingFor!.split('\n')[0]).toMatch(
       /^\*\*waiting for approval\*\* · `bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/,
     );
-    expect(pending.waitingFor).toContain(`settle approve ${id} ${key} \\\n  --approver YOUR_NAME --reason 'change ticket or why'\n`);
+    // The approver is the operator whose key signs: the command has no name to fill in.
+    expect(pending.waitingFor).toContain(`settle approve ${id} ${key} \\\n  --reason 'change ticket or why'\n`);
     const timers = ((await client.workflow.getHandle(id).fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes);
     expect(timers.map((t) => t.userMetadata?.summary?.data && Buffer.from(t.userMetadata.summary.data).toString())).toEqual([
       `"approval deadline ${key.slice(0, 8)}… (then denied)"`,
     ]);
 
-    const first = await runSettleAsync(['approve', id, key.slice(0, 8), '--approver', 'bob', '--reason', 'CHG-1'], { env: cliEnv });
+    const first = await runSettleAsync(['approve', id, key.slice(0, 8), '--reason', 'CHG-1'], { env: cliEnv });
     expect(first.stderr).toBe('');
-    expect((await turn).calls[0]).toMatchObject({ resolution: 'executed', approval: { approver: 'bob' } });
-    const second = await runSettleAsync(['approve', id, key, '--approver', 'eve', '--reason', 'again'], { env: cliEnv });
+    expect((await turn).calls[0]).toMatchObject({ resolution: 'executed', approval: { approver: TEST_OPERATOR } });
+    const second = await runSettleAsync(['approve', id, key, '--reason', 'again'], { env: cliEnv });
     expect(second.code).toBe(2);
-    expect(second.stderr).toContain(`was already approved by bob (CHG-1)`);
+    expect(second.stderr).toContain(`was already approved by ${TEST_OPERATOR} (CHG-1)`);
     await settle.finish(id, 'completed', 'done');
   });
 

@@ -10,6 +10,7 @@ import { SettleClient } from '../../client/index';
 import { deriveKey } from '../../core/key';
 import type { ProposedCall, TrajectoryResult } from '../../workflows/definitions';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
+import { approval, TEST_OPERATOR } from '../support/operator';
 
 let worker: RunningWorker;
 let settle: SettleClient;
@@ -94,20 +95,20 @@ describe('orchestrator-driven trajectory', () => {
     const key = pending.calls[0]!.key!;
     expect(pending.calls[0]).toMatchObject({ level: 'A3', resolution: 'awaiting_approval' });
     expect(pending.waitingFor).toContain(`settle approve ${id} ${key}`);
-    await settle.approve(id, key, 'carol', 'approve', 'change ticket CHG-42');
-    expect((await approved).calls[0]).toMatchObject({ resolution: 'executed', approval: { approver: 'carol', decision: 'approve' } });
+    await settle.approve(id, approval(id, key, 'approve', 'change ticket CHG-42'));
+    expect((await approved).calls[0]).toMatchObject({ resolution: 'executed', approval: { approver: TEST_OPERATOR, decision: 'approve' } });
     expect(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('approved\n');
     const claim = (await store.events(key))[0]!;
-    expect(claim.detail).toMatchObject({ approval: { approver: 'carol', reason: 'change ticket CHG-42' } });
+    expect(claim.detail).toMatchObject({ approval: { approver: TEST_OPERATOR, reason: 'change ticket CHG-42' } });
 
     const denied = settle.runTurn(id, 1, [bash('echo denied > d.txt', 'no')]);
     const deniedKey = await waitFor(
       async () => (await settle.status(id)).calls.find((c) => c.callId === 'no' && c.resolution === 'awaiting_approval')?.key,
     );
-    await settle.approve(id, deniedKey, 'dave', 'deny', 'not during the freeze');
+    await settle.approve(id, approval(id, deniedKey, 'deny', 'not during the freeze'));
     expect((await denied).calls[0]).toMatchObject({
       resolution: 'denied',
-      observation: { error: 'denied by dave: not during the freeze' },
+      observation: { error: `denied by ${TEST_OPERATOR}: not during the freeze` },
     });
 
     const timedOut = await settle.runTurn(id, 2, [bash('echo late > t.txt', 'late')]);
@@ -118,7 +119,7 @@ describe('orchestrator-driven trajectory', () => {
     expect(await store.get(deniedKey)).toBeUndefined(); // a denied call never touches a record
 
     // Approving a call that is not waiting is refused by the validator.
-    await expect(settle.approve(id, key, 'carol', 'approve', 'again')).rejects.toMatchObject({
+    await expect(settle.approve(id, approval(id, key, 'approve', 'again'))).rejects.toMatchObject({
       cause: { message: expect.stringMatching(/key must name a call .* waiting for approval/) },
     });
     await settle.finish(id, 'completed', 'done');

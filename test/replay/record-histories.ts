@@ -18,6 +18,8 @@ import { findTemporalCli } from '../../stack/temporal';
 import { createSettleWorker } from '../../workers/create-worker';
 import { makeWorkerPolicy, modelEndpoint } from '../../activities/worker-policy';
 import { installRuntime } from '../../workers/runtime';
+import { generateOperatorKey, loadOperatorKeys, loadOperatorSigner } from '../../activities/operator/operator-keys';
+import { mintCredential } from '../../activities/operator/operator-credentials';
 import { SettleClient } from '../../client/index';
 import { demoTurns, prepareWorkspace } from '../../cli/demo';
 import { startChatServer } from '../support/chat-server';
@@ -42,11 +44,15 @@ async function main(): Promise<void> {
     modelKeyEnvs: [],
     allowNoCapability: false,
   });
+  // The recorder's operator key: it signs the approvals below; the worker holds its public half.
+  const recorder = generateOperatorKey('recorder');
+  const signer = loadOperatorSigner(recorder.privateText);
   const worker = await createSettleWorker({
     temporal: { address: stack.temporal.address, taskQueue: 'record' },
     databaseUrl: stack.databaseUrl,
     // Workspaces in dataDir/ws; the scripted model server's port is allowed once it is known.
     policy,
+    operatorKeys: loadOperatorKeys(recorder.publicText),
   });
   const running = worker.run();
   const connection = await Connection.connect({ address: stack.temporal.address });
@@ -113,7 +119,8 @@ async function main(): Promise<void> {
         key = (await settle.status('replay-orchestrator')).calls.find((c) => c.resolution === 'awaiting_approval')?.key ?? undefined;
         await new Promise((r) => setTimeout(r, 100));
       }
-      await settle.approve('replay-orchestrator', key, 'recorder', decision, 'fixture');
+      const trajectoryId = 'replay-orchestrator';
+      await settle.approve(trajectoryId, mintCredential(signer, { purpose: 'approve', trajectoryId, key, decision, reason: 'fixture' }));
       await pending;
     }
     await settle.finish('replay-orchestrator', 'completed', 'fixture done');

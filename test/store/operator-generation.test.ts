@@ -9,6 +9,7 @@ import type { ClaimRequest } from '../../activities/store/endpoint-store';
 import { applyProbe } from '../../activities/settled/run-settled';
 import { settleByOperator } from '../../activities/settled/operator-settlement';
 import { openTestDb, testStore, uniqueId } from '../support/env';
+import { onCall, signed, TEST_OPERATOR } from '../support/operator';
 
 const db = openTestDb();
 const store = testStore(db);
@@ -44,13 +45,8 @@ describe('operator verdicts are fenced by the generation the operator examined',
     // The operator looks: generation 1 is IN_DOUBT, its executor is gone, no effect anywhere.
     const examined = (await store.get(call.key))!;
     expect(examined).toMatchObject({ state: 'IN_DOUBT', generation: 1 });
-    const verdict = {
-      key: call.key,
-      verdict: 'not_applied' as const,
-      operator: 'carol',
-      reason: 'no trace',
-      generation: examined.generation,
-    };
+    const claim = { key: call.key, verdict: 'not_applied' as const, reason: 'no trace', generation: examined.generation };
+    const verdict = { ...claim, credential: signed({ purpose: 'settle', trajectoryId: call.trajectoryId, ...claim }) };
 
     // Meanwhile a probe settles generation 1 NOT_EXECUTED, and the call runs again as generation 2:
     // its effect happens, then an exception leaves it IN_DOUBT.
@@ -61,28 +57,24 @@ describe('operator verdicts are fenced by the generation the operator examined',
     expect((await store.markInDoubt(call.key, 2, 'exception after the effect', 'worker:C')).ok).toBe(true);
 
     // The operator's verdict about generation 1 arrives now.
-    const outcome = await settleByOperator(store, verdict);
+    const outcome = await settleByOperator(store, verdict, { keys: onCall().keys });
     expect(outcome).toEqual({ settled: false, state: 'IN_DOUBT', generation: 2 });
     const record = (await store.get(call.key))!;
     // Not NOT_EXECUTED: that would let the call run a second time although its effect happened.
     expect(record).toMatchObject({ state: 'IN_DOUBT', generation: 2 });
     expect(effects).toBe(1);
     const refused = (await store.events(call.key)).at(-1)!;
-    expect(refused).toMatchObject({ generation: 1, actor: 'operator:carol', fromState: 'IN_DOUBT', toState: 'IN_DOUBT' });
+    expect(refused).toMatchObject({ generation: 1, actor: `operator:${TEST_OPERATOR}`, fromState: 'IN_DOUBT', toState: 'IN_DOUBT' });
   });
 
   it('a verdict on the generation that is IN_DOUBT settles it', async () => {
     const call = newCall();
     await store.claim(call, { leaseMs: 30_000, holder: 'A', intent: { command: 'deploy --once' } });
     await store.markInDoubt(call.key, 1, 'exception', 'worker:A');
-    const outcome = await settleByOperator(store, {
-      key: call.key,
-      verdict: 'applied',
-      operator: 'dave',
-      reason: 'log shows it',
-      generation: 1,
-    });
+    const claim = { key: call.key, verdict: 'applied' as const, reason: 'log shows it', generation: 1 };
+    const credential = signed({ purpose: 'settle', trajectoryId: call.trajectoryId, ...claim });
+    const outcome = await settleByOperator(store, { ...claim, credential }, { keys: onCall().keys });
     expect(outcome).toEqual({ settled: true, state: 'COMPLETED', generation: 1 });
-    expect(await store.get(call.key)).toMatchObject({ state: 'COMPLETED', settledBy: 'operator:dave' });
+    expect(await store.get(call.key)).toMatchObject({ state: 'COMPLETED', settledBy: `operator:${TEST_OPERATOR}` });
   });
 });

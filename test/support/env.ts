@@ -13,6 +13,7 @@ import { createSettleWorker } from '../../workers/create-worker';
 import { handOverWorkspace } from '../../activities/tools/sandbox-identity';
 import { installRuntime } from '../../workers/runtime';
 import type { KeyRing } from '../../activities/capability/keyring';
+import type { OperatorKeys } from '../../activities/operator/operator-keys';
 import { makeWorkerPolicy, modelEndpoint, type WorkerPolicy } from '../../activities/worker-policy';
 import './provided-context';
 
@@ -53,8 +54,11 @@ export function testWorkspaceRoot(): string {
  * A real worker (workflows from the run's bundle) on its own task queue, plus a client. Its
  * policy: workspaces under the OS temp dir (tempWorkspace), model keys only from TEST_MODEL_KEY,
  * model endpoints only those a test allows; everything else as the defaults (no development mode).
+ * Operator keys: SETTLE_OPERATOR_KEYS (the on-call operator's, test/support/operator.ts) unless given.
  */
-export async function startTestWorker(options: { keyRing?: KeyRing | null; policy?: Partial<WorkerPolicy> } = {}): Promise<RunningWorker> {
+export async function startTestWorker(
+  options: { keyRing?: KeyRing | null; policy?: Partial<WorkerPolicy>; operatorKeys?: OperatorKeys | null } = {},
+): Promise<RunningWorker> {
   installRuntime('WARN');
   const taskQueue = uniqueId('tq');
   const policy = makeWorkerPolicy({
@@ -69,6 +73,8 @@ export async function startTestWorker(options: { keyRing?: KeyRing | null; polic
     databaseUrl: inject('databaseUrl'),
     workflowBundle: { codePath: inject('workflowBundlePath') },
     keyRing: options.keyRing ?? null,
+    // Default: the on-call operator's public key, from the environment global-setup provisions.
+    ...(options.operatorKeys !== undefined ? { operatorKeys: options.operatorKeys } : {}),
     policy,
     warn: () => {},
   });

@@ -1,0 +1,73 @@
+/**
+ * The operator's own key, from the operator's environment (never the worker's, never an
+ * orchestrator's): SETTLE_OPERATOR_KEY, else the development key of a running `settle dev`.
+ * `settle resolve` and `settle approve` mint their credentials with it.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { InputError } from '../core/errors';
+import { OPERATOR_NAME_PATTERN } from '../core/operator-credential';
+import {
+  generateOperatorKey,
+  loadOperatorKeys,
+  loadOperatorSigner,
+  operatorKeysFromEnv,
+  OPERATOR_KEY_VARIABLE,
+  publicEntry,
+  type OperatorKeys,
+  type OperatorSigner,
+} from '../activities/operator/operator-keys';
+import { SETTLE_DIR } from '../stack/paths';
+import { readDevSettings } from './dev-settings';
+import { UsageError } from './usage-error';
+
+/** Where `settle dev` and the demo keep their development operator key (owner-only). */
+export const DEV_OPERATOR_KEY_FILE = path.join(SETTLE_DIR, 'operator-key');
+
+/** The operator's signing key, or a UsageError saying how to get one. */
+export function operatorSigner(): OperatorSigner {
+  const devKeyFile = process.env[OPERATOR_KEY_VARIABLE] ? undefined : readDevSettings()?.operatorKeyFile;
+  const raw = process.env[OPERATOR_KEY_VARIABLE] || (devKeyFile ? `@${devKeyFile}` : '');
+  if (!raw) {
+    throw new UsageError(
+      `${OPERATOR_KEY_VARIABLE}: must be set to your operator key (settle operator keygen NAME), or run \`settle dev\`, whose development key the CLI then uses`,
+    );
+  }
+  try {
+    return loadOperatorSigner(raw);
+  } catch (err) {
+    if (err instanceof InputError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/**
+ * The keys the CLI verifies a credential with before it writes a record itself (no worker in
+ * between): SETTLE_OPERATOR_KEYS where the operator's environment has it, else the signer's own.
+ */
+export function verifyingKeys(signer: OperatorSigner): OperatorKeys {
+  return operatorKeysFromEnv() ?? loadOperatorKeys(publicEntry(signer));
+}
+
+/**
+ * The development operator key (`settle dev`, the demo): made once, kept owner-only in
+ * `.settle/operator-key`, named after the OS user. Returns the signer (its public key goes to the
+ * worker) and the file (the CLI finds it through the dev settings).
+ */
+export function devOperatorKey(file = DEV_OPERATOR_KEY_FILE): { signer: OperatorSigner; file: string } {
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const user = os.userInfo().username;
+    const { privateText } = generateOperatorKey(OPERATOR_NAME_PATTERN.test(user) ? user : 'dev-operator');
+    fs.writeFileSync(file, `${privateText}\n`, { mode: 0o600, flag: 'wx' });
+  }
+  return { signer: loadOperatorSigner(`@${file}`, file), file };
+}
+
+/** The worker's operator keys for development: the dev key's public half, plus SETTLE_OPERATOR_KEYS when set. */
+export function devOperatorKeys(signer: OperatorSigner): OperatorKeys {
+  const fromEnv = operatorKeysFromEnv();
+  const dev = loadOperatorKeys(publicEntry(signer));
+  return { keys: new Map([...(fromEnv?.keys ?? []), ...dev.keys]) };
+}
