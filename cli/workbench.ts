@@ -30,8 +30,18 @@ export function registerWorkbenchCommands(program: Command): void {
       parseIntegerFlag('--timeout-ms', 100, 600_000),
       30_000,
     )
+    .option(
+      '--env <name>',
+      'with --mcp: pass this environment variable to the server (repeatable); it gets only these and HOME, LOGNAME, PATH, SHELL, TERM, USER',
+      (name: string, names: string[]) => [...names, name],
+      [] as string[],
+    )
     .option('--json', 'print the findings as one JSON array', false)
-    .action(async function (this: Command, file: string | undefined, opts: { mcp?: string; timeoutMs: number; json: boolean }) {
+    .action(async function (
+      this: Command,
+      file: string | undefined,
+      opts: { mcp?: string; env: string[]; timeoutMs: number; json: boolean },
+    ) {
       await reportingUsage(this, async () => {
         if ((file === undefined) === (opts.mcp === undefined)) {
           throw new InputError(
@@ -39,11 +49,12 @@ export function registerWorkbenchCommands(program: Command): void {
             'be given (a file of tool definitions, or - for stdin), or else --mcp "<command>" — exactly one of them',
           );
         }
+        if (opts.mcp === undefined && opts.env.length > 0) throw new InputError('--env', 'be given with --mcp');
         let document: unknown;
         let source: string;
         if (opts.mcp !== undefined) {
           const { listMcpTools } = await import('./mcp-tools');
-          document = await listMcpTools(opts.mcp, { timeoutMs: opts.timeoutMs });
+          document = await listMcpTools(opts.mcp, { timeoutMs: opts.timeoutMs, env: opts.env });
           source = `MCP server ${JSON.stringify(opts.mcp)}`;
         } else {
           source = file === '-' ? 'stdin' : file!;
