@@ -184,6 +184,53 @@ describe('settle lint --mcp and the operator environment', () => {
   });
 });
 
+describe('settle lint prints what a tool list or server says with control characters escaped', () => {
+  // eslint-disable-next-line no-control-regex -- finding raw control characters is the point
+  const RAW = /[\u001b\u0007\u009b\u202e]/;
+
+  it('tool and property names from an MCP server', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-mcp-esc-'));
+    try {
+      const server = fakeMcpServer(dir, {
+        tools: [
+          {
+            name: 'evil\u001b]0;owned\u0007',
+            description: 'Evil.',
+            inputSchema: { type: 'object', properties: { ['p\u202eq\u009b2J']: { type: 'string' } }, additionalProperties: false },
+          },
+        ],
+      });
+      const r = await settle(['lint', '--mcp', server.commandLine]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).not.toMatch(RAW);
+      expect(r.stderr).not.toMatch(RAW);
+      expect(r.stdout).toContain('evil\\x1b]0;owned\\x07  /tools/0/inputSchema/properties/p\\u202eq\\x9b2J');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the names of skipped built-in tools, errors naming a pointer, and the stderr of a server that failed', async () => {
+    const skipped = await settle(['lint', '-'], { input: JSON.stringify([{ type: 'web_search_preview', name: 'w\u001b[2J' }]) });
+    expect(skipped.stderr).not.toMatch(RAW);
+    expect(skipped.stderr).toContain('skipped w\\x1b[2J');
+
+    const nested = await settle(['lint', '-'], {
+      input: JSON.stringify([{ name: 't', parameters: { type: 'object', properties: { ['x\u001b[31m']: { $ref: '#/nowhere' } } } }]),
+    });
+    expect(nested.stdout + nested.stderr).not.toMatch(RAW);
+
+    const failed = await settle([
+      'lint',
+      '--mcp',
+      `${process.execPath} -e "process.stderr.write('\\x1b]0;owned\\x07\\u202e'); process.exit(3)"`,
+    ]);
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).not.toMatch(RAW);
+    expect(oneLine(failed.stderr)).toMatch(/its stderr: \\x1b]0;owned\\x07\\u202e\)$/);
+  });
+});
+
 describe('settle stats / breakeven', () => {
   const env = { DATABASE_URL: inject('databaseUrl') };
 
