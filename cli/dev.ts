@@ -3,7 +3,8 @@ import { startStack } from '../stack/index';
 import { loadTemporalTarget } from '../client/connection';
 import { startObservability } from '../workers/observability';
 import { createSettleWorker, DEFAULT_TASK_QUEUE } from '../workers/create-worker';
-import { removeDevSettings, writeDevSettings } from './dev-settings';
+import { redactUrl } from '../activities/store/database';
+import { DEV_SETTINGS_FILE, removeDevSettings, writeDevSettings } from './dev-settings';
 import { devOperatorKey, devOperatorKeys } from './operator-key';
 
 export async function runDev(log: (line: string) => void): Promise<number> {
@@ -39,7 +40,8 @@ export async function runDev(log: (line: string) => void): Promise<number> {
         `  TEMPORAL_ADDRESS     ${settings.temporalAddress}`,
         `  TEMPORAL_NAMESPACE   ${settings.namespace}`,
         `  TEMPORAL_TASK_QUEUE  ${settings.taskQueue}`,
-        `  DATABASE_URL         ${settings.databaseUrl}`,
+        // Terminals are scrolled back, recorded and shared: the password stays in the owner-only settings file.
+        `  DATABASE_URL         ${redactUrl(settings.databaseUrl)} (with its password in ${DEV_SETTINGS_FILE}, which the CLI reads)`,
         `  operator key         ${operatorKey.file} (operator ${operatorKey.signer.operator}: settle resolve/approve sign with it)`,
         `  metrics              ${observability.metricsUrl ?? '(set SETTLE_METRICS_PORT to serve /metrics)'}`,
         `  dynamic config       ${Object.entries(stack.temporal.dynamicConfig)

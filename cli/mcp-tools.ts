@@ -17,20 +17,34 @@ const MAX_PAGES = 100;
 export interface ListMcpToolsOptions {
   /** Budget for starting the server plus each request, in milliseconds. */
   timeoutMs: number;
+  /** Names of this process's environment variables the server also gets (`--env NAME`). */
+  env?: readonly string[];
+}
+
+/**
+ * The server's environment: the SDK's minimal default (HOME, LOGNAME, PATH, SHELL, TERM, USER),
+ * plus exactly the variables the operator names. The server is code under test, not trusted with
+ * what else the shell holds (SETTLE_CAP_KEYS, DATABASE_URL, model keys).
+ */
+export function serverEnvironment(names: readonly string[], env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new InputError('--env', `name an environment variable (letters, digits, _; got ${JSON.stringify(name)})`);
+    const value = env[name];
+    if (value === undefined) throw new InputError('--env', `name a variable that is set (${name} is not)`);
+    picked[name] = value;
+  }
+  return picked;
 }
 
 /** `{ tools: [...] }`: every page of the server's `tools/list`, concatenated. */
 export async function listMcpTools(commandLine: string, options: ListMcpToolsOptions): Promise<{ tools: unknown[] }> {
   const [command, ...args] = splitCommandLine(commandLine);
   if (command === undefined) throw new InputError('--mcp', 'be a command line that starts an MCP server, e.g. "npx mcp-server-x /dir"');
-  const transport = new StdioClientTransport({
-    command,
-    args,
-    // The user's own command, run as if from their shell: it gets their environment (servers
-    // often need configuration from it), not the SDK's minimal default.
-    env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
-    stderr: 'pipe',
-  });
+  // The SDK adds its minimal default environment to these.
+  const env = serverEnvironment(options.env ?? []);
+  const transport = new StdioClientTransport({ command, args, env, stderr: 'pipe' });
   // The SDK closes the transport on its own when initialize fails, without waiting for the
   // child (it sends SIGTERM only after 2 s, on an unref'd timer): keep the pid and make sure the
   // server is gone before returning, whatever happened.

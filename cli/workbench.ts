@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { InputError } from '../core/errors';
+import { printable } from './terminal-text';
 import { assertJsonDepth } from '../core/json-text';
 import { extractAll, extractDefinitions, formatFinding, hasErrors, lintDefinitions, MAX_LINT_DOCUMENT_DEPTH } from '../core/lint/index';
 import { breakEvenRate, constrainedDecodingPaysOff } from '../core/workbench/breakeven';
@@ -28,8 +29,18 @@ export function registerWorkbenchCommands(program: Command): void {
       parseIntegerFlag('--timeout-ms', 100, 600_000),
       30_000,
     )
+    .option(
+      '--env <name>',
+      'with --mcp: pass this environment variable to the server (repeatable); it gets only these and HOME, LOGNAME, PATH, SHELL, TERM, USER',
+      (name: string, names: string[]) => [...names, name],
+      [] as string[],
+    )
     .option('--json', 'print the findings as one JSON array', false)
-    .action(async function (this: Command, file: string | undefined, opts: { mcp?: string; timeoutMs: number; json: boolean }) {
+    .action(async function (
+      this: Command,
+      file: string | undefined,
+      opts: { mcp?: string; env: string[]; timeoutMs: number; json: boolean },
+    ) {
       await reportingUsage(this, async () => {
         if ((file === undefined) === (opts.mcp === undefined)) {
           throw new InputError(
@@ -37,11 +48,12 @@ export function registerWorkbenchCommands(program: Command): void {
             'be given (a file of tool definitions, or - for stdin), or else --mcp "<command>" — exactly one of them',
           );
         }
+        if (opts.mcp === undefined && opts.env.length > 0) throw new InputError('--env', 'be given with --mcp');
         let document: unknown;
         let source: string;
         if (opts.mcp !== undefined) {
           const { listMcpTools } = await import('./mcp-tools');
-          document = await listMcpTools(opts.mcp, { timeoutMs: opts.timeoutMs });
+          document = await listMcpTools(opts.mcp, { timeoutMs: opts.timeoutMs, env: opts.env });
           source = `MCP server ${JSON.stringify(opts.mcp)}`;
         } else {
           source = file === '-' ? 'stdin' : file!;
@@ -54,15 +66,16 @@ export function registerWorkbenchCommands(program: Command): void {
         });
         const findings = withSource(source, () => lintDefinitions(definitions));
         if (opts.json) console.log(JSON.stringify(findings, null, 2));
-        else for (const f of findings) console.log(formatFinding(f));
-        for (const s of skipped) console.error(`settle lint: skipped ${s.name} (${s.pointer || '""'}): ${s.reason}`);
+        // Names, pointers and reasons come from the tool list (an MCP server's own): escaped (terminal-text.ts).
+        else for (const f of findings) console.log(printable(formatFinding(f)));
+        for (const s of skipped) console.error(printable(`settle lint: skipped ${s.name} (${s.pointer || '""'}): ${s.reason}`));
         const errors = findings.filter((f) => f.severity === 'error').length;
         const warnings = findings.length - errors;
         const skippedText = skipped.length === 0 ? '' : `; ${plural(skipped.length, 'built-in tool')} skipped`;
         console.error(
           findings.length === 0
-            ? `settle lint: no findings in ${plural(definitions.length, 'tool')}${skippedText} (${source})`
-            : `settle lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${plural(definitions.length, 'tool')}${skippedText} (${source})`,
+            ? `settle lint: no findings in ${plural(definitions.length, 'tool')}${skippedText} (${printable(source)})`
+            : `settle lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${plural(definitions.length, 'tool')}${skippedText} (${printable(source)})`,
         );
         if (hasErrors(findings)) process.exitCode = 1;
       });
@@ -85,11 +98,13 @@ export function registerWorkbenchCommands(program: Command): void {
           console.log(`no proposed calls recorded (${window})`);
           return;
         }
-        const width = Math.max(4, ...rows.map((r) => r.tool.length));
+        // Tool names as models proposed them: escaped (terminal-text.ts).
+        const tools = rows.map((r) => printable(r.tool));
+        const width = Math.max(4, ...tools.map((t) => t.length));
         console.log(`${'tool'.padEnd(width)}  ${'calls'.padStart(8)}  ${'malformed'.padStart(9)}  ${'rate'.padStart(8)}`);
-        for (const r of rows) {
+        for (const [i, r] of rows.entries()) {
           console.log(
-            `${r.tool.padEnd(width)}  ${String(r.calls).padStart(8)}  ${String(r.malformed).padStart(9)}  ${percent(r.rate).padStart(8)}`,
+            `${tools[i]!.padEnd(width)}  ${String(r.calls).padStart(8)}  ${String(r.malformed).padStart(9)}  ${percent(r.rate).padStart(8)}`,
           );
         }
         console.log(`(${window}, database clock)`);
@@ -151,7 +166,7 @@ export function registerWorkbenchCommands(program: Command): void {
         );
         if (measured) {
           console.log(
-            `${measured.tool}: measured malformed rate ${measured.malformed}/${measured.calls} = ${percent(measured.rate)} (${windowText(opts.since)}) ${paysOff ? '>' : '≤'} ${percent(pBreak)}: ` +
+            `${printable(measured.tool)}: measured malformed rate ${measured.malformed}/${measured.calls} = ${percent(measured.rate)} (${windowText(opts.since)}) ${paysOff ? '>' : '≤'} ${percent(pBreak)}: ` +
               (paysOff ? 'constrained decoding pays off' : 'constrained decoding does not pay off; repairing malformed calls is cheaper'),
           );
         }
@@ -177,9 +192,10 @@ export function registerWorkbenchCommands(program: Command): void {
         }
         console.log(`tokens: ${counted}`);
         for (const m of vs ? [main, vs] : [main]) {
-          console.log(`\n${m.source}`);
-          const width = Math.max(...m.tools.map((t) => t.name.length), 4);
-          for (const t of m.tools) console.log(`  ${t.name.padEnd(width)}  ${String(t.tokens).padStart(6)}`);
+          console.log(`\n${printable(m.source)}`);
+          const names = m.tools.map((t) => printable(t.name));
+          const width = Math.max(...names.map((n) => n.length), 4);
+          for (const [i, t] of m.tools.entries()) console.log(`  ${names[i]!.padEnd(width)}  ${String(t.tokens).padStart(6)}`);
           console.log(`  K = ${m.cost.tools} tools, mean S = ${formatNumber(m.cost.meanTokens, 2)} tokens`);
           console.log(`  per turn: K · S = ${formatNumber(m.cost.perTurn)} tokens`);
           console.log(
@@ -231,7 +247,8 @@ async function reportingUsage(command: Command, body: () => Promise<void>): Prom
   try {
     await body();
   } catch (err) {
-    if (err instanceof InputError) command.error(`settle: ${err.message}`, { exitCode: 2, code: 'settle.usage' });
+    // A message may quote a document's names or a server's stderr: escaped (terminal-text.ts).
+    if (err instanceof InputError) command.error(`settle: ${printable(err.message)}`, { exitCode: 2, code: 'settle.usage' });
     throw err;
   }
 }

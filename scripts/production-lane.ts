@@ -63,7 +63,7 @@ async function main(): Promise<number> {
     const postgres = await startPostgres({ log, dataDir: path.join(SETTLE_DIR, 'pg', 'production'), ephemeral: true });
     cleanups.push(() => postgres.stop());
     const pgUrl = new URL(postgres.url);
-    const admin = new pg.Client({ connectionString: postgres.url });
+    const admin = new pg.Client({ connectionString: postgres.adminUrl });
     await admin.connect();
     await admin.query(
       `DO $$ BEGIN CREATE ROLE temporal LOGIN SUPERUSER PASSWORD 'temporal'; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,

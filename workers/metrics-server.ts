@@ -5,7 +5,12 @@
  * so one scrape target has both.
  *
  *   SETTLE_METRICS_PORT  port to listen on (0: any free port; unset: no endpoint)
- *   SETTLE_METRICS_HOST  address to bind (default 0.0.0.0)
+ *   SETTLE_METRICS_HOST  address to bind (default 127.0.0.1; e.g. 0.0.0.0 for a scraper on
+ *                        another host, which then reaches it unauthenticated)
+ *
+ * The endpoint has no authentication: it listens on loopback unless the operator widens it, and
+ * its database-wide gauges (records by state, trajectories awaiting approval) come from a cache
+ * refreshed at most once per GAUGE_MAX_AGE_MS, whatever the scrape rate.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,9 +21,16 @@ import { registerWorkerService } from '../activities/tools/egress-policy';
 import type { SettleMetrics } from '../activities/observability/metrics';
 import type { TemporalTarget } from '../client/connection';
 
+/** How long database-wide gauges are served from the cache before a scrape refreshes them. */
+export const GAUGE_MAX_AGE_MS = 15_000;
+const DEFAULT_HOST = '127.0.0.1';
+
 export interface MetricsServerOptions {
   port: number;
+  /** Address to bind; default 127.0.0.1. */
   host?: string;
+  /** Default GAUGE_MAX_AGE_MS. */
+  gaugeMaxAgeMs?: number;
   metrics: SettleMetrics;
   /** Where the Core SDK serves Temporal's runtime metrics (loopback), if installed with them. */
   temporalMetricsUrl: string | null;
@@ -44,6 +56,7 @@ export function metricsPortFromEnv(env: NodeJS.ProcessEnv = process.env): number
 }
 
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
+  const host = options.host ?? DEFAULT_HOST;
   const db = openDatabase(options.databaseUrl, { max: 1 });
   let client: Promise<Client> | null = null;
   const temporalClient = () =>
@@ -64,6 +77,20 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
     options.metrics.approvalsPending.set({}, awaiting.count);
   };
 
+  // One refresh at a time, and none while the last one is younger than the maximum age: the
+  // cache answers every scrape in between. A failed refresh is retried by the next scrape.
+  const maxAgeMs = options.gaugeMaxAgeMs ?? GAUGE_MAX_AGE_MS;
+  let refreshing: Promise<void> | null = null;
+  let refreshedAt = -Infinity;
+  const cachedGauges = (): Promise<void> => {
+    if (refreshing) return refreshing;
+    if (Date.now() - refreshedAt < maxAgeMs) return Promise.resolve();
+    refreshing = withTimeout(refreshGauges(), 5_000)
+      .then(() => void (refreshedAt = Date.now()))
+      .finally(() => (refreshing = null));
+    return refreshing;
+  };
+
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
@@ -71,7 +98,7 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
     }
     void (async () => {
       // A gauge that cannot be read now keeps its last value; the scrape still answers.
-      const gaugeError = await withTimeout(refreshGauges(), 5_000).then(
+      const gaugeError = await cachedGauges().then(
         () => null,
         (err: unknown) => (err instanceof Error ? err.message : String(err)),
       );
@@ -90,13 +117,13 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', resolve);
+    server.listen(options.port, host, resolve);
   });
   const port = (server.address() as AddressInfo).port;
-  registerWorkerService(options.host ?? '0.0.0.0', port); // never reachable through a sandbox's egress proxy
+  registerWorkerService(host, port); // never reachable through a sandbox's egress proxy
   return {
     port,
-    url: `http://${options.host && options.host !== '0.0.0.0' ? options.host : '127.0.0.1'}:${port}/metrics`,
+    url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}/metrics`,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await db.destroy();

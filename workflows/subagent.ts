@@ -3,7 +3,8 @@
  *
  * The child gets a readable id (`<parent>/sub-<n>`), a capability attenuated from the parent's
  * (signed by an activity: workflow code never sees a key) with its budget reserved from the
- * parent's, and the parent link as a search attribute. Its result comes back as an observation;
+ * parent's, the parent's level overrides and approval timeout (a child's level for a tool is at
+ * least its parent's), and the parent link as a search attribute. Its result comes back as an observation;
  * its unspent budget returns when it ends.
  */
 import { executeChild, proxyActivities } from '@temporalio/workflow';
@@ -64,6 +65,9 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
     ...(args.turns ? { turns: args.turns } : { model: { ...input.model!, task: args.task } }),
     ...(input.leaseMs ? { leaseMs: input.leaseMs } : {}),
     ...(input.backoff ? { backoff: input.backoff } : {}),
+    // Levels only rise across a spawn: what waits for approval here waits in the child too.
+    ...(input.levelOverrides ? { levelOverrides: input.levelOverrides } : {}),
+    ...(input.approvalTimeoutMs ? { approvalTimeoutMs: input.approvalTimeoutMs } : {}),
   };
   try {
     const result: TrajectoryResult = await executeChild<typeof trajectoryWorkflow>('trajectoryWorkflow', {

@@ -61,9 +61,13 @@ export class SettleMetrics {
   readonly approvalsPending = new Family(
     'settle_trajectories_awaiting_approval',
     'gauge',
-    'Running trajectories with at least one A3 call waiting for approval (from visibility, at scrape time).',
+    'Running trajectories with at least one A3 call waiting for approval (from visibility, refreshed at most every 15 s).',
   );
-  readonly inDoubtRecords = new Family('settle_records', 'gauge', 'Endpoint records by state (from Postgres, at scrape time).');
+  readonly inDoubtRecords = new Family(
+    'settle_records',
+    'gauge',
+    'Endpoint records by state (from Postgres, refreshed at most every 15 s).',
+  );
 
   private readonly families = [
     this.claims,

@@ -21,6 +21,7 @@ export function internalAddress(address: string): string | null {
   const family = net.isIPv4(address) ? 'ipv4' : net.isIPv6(address) ? 'ipv6' : null;
   if (!family) return 'not an IP address';
   for (const [list, why] of INTERNAL) if (list.check(address, family)) return why;
+  if (family === 'ipv6' && IPV4_IN_IPV6.check(address, 'ipv6')) return 'an IPv4 address spelled as IPv6 (reserved)';
   if (ownAddresses().has(normalise(address))) return "one of this machine's own addresses";
   return null;
 }
@@ -36,16 +37,26 @@ function ranges(why: string, v4: string[], v6: string[] = []): [net.BlockList, s
 const INTERNAL: [net.BlockList, string][] = [
   ranges('loopback', ['127.0.0.0/8'], ['::1/128']),
   ranges('unspecified ("this host")', ['0.0.0.0/8'], ['::/128']),
-  ranges('private', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10'], ['fc00::/7']),
+  // Site-local (fec0::/10) is deprecated but still routed inside a site, like a private range.
+  ranges('private', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10'], ['fc00::/7', 'fec0::/10']),
   ranges('link-local', ['169.254.0.0/16'], ['fe80::/10']),
   ranges('multicast or broadcast', ['224.0.0.0/4', '255.255.255.255/32'], ['ff00::/8']),
   ranges(
     'reserved',
     ['192.0.0.0/24', '192.0.2.0/24', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24', '240.0.0.0/4'],
-    // NAT64 and 6to4 embed IPv4 addresses (possibly internal ones); documentation prefix.
-    ['64:ff9b::/96', '2002::/16', '2001:db8::/32'],
+    // NAT64 (well-known and local-use), 6to4 and Teredo embed IPv4 addresses (possibly
+    // internal ones); discard-only; documentation.
+    ['64:ff9b::/96', '64:ff9b:1::/48', '2002::/16', '2001::/32', '100::/64', '2001:db8::/32'],
   ),
 ];
+
+/**
+ * IPv6 spellings of IPv4 addresses, refused whole once the rules above named what they could:
+ * IPv4-compatible (::/96), IPv4-mapped (::ffff:0:0/96) and IPv4-translated (::ffff:0:0:0/96). A
+ * list of its own, asked for IPv6 addresses only: BlockList would match every IPv4 address
+ * against the mapped prefix.
+ */
+const IPV4_IN_IPV6 = ranges('', [], ['::/96', '::ffff:0:0/96', '::ffff:0:0:0/96'])[0];
 
 function normalise(address: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);

@@ -51,7 +51,8 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
       });
   const children: ChildProcess[] = [];
   const connection = await Connection.connect({ address: stack.temporal.address });
-  const monitor = new pg.Client({ connectionString: stack.databaseUrl });
+  // The superuser: it creates pg_stat_statements and reads every role's statistics.
+  const monitor = new pg.Client({ connectionString: stack.postgres.adminUrl });
   const stop = async () => {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve())));

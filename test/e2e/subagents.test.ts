@@ -13,6 +13,7 @@ import { tokenDigest, type CapabilityToken } from '../../core/capability/token';
 import { openTestDb, startTestWorker, tempWorkspace, testKeyRing, uniqueId, type RunningWorker } from '../support/env';
 import { SA_PARENT_TRAJECTORY } from '../../workflows/search-attributes';
 import { historyOf } from '../support/history';
+import { startChatServer } from '../support/chat-server';
 
 let worker: RunningWorker;
 let keyless: RunningWorker;
@@ -246,5 +247,79 @@ describe('capabilities in trajectories', () => {
     });
     const denied = await keylessClient.result(id2);
     expect(denied.calls[0]!.observation!.error).toMatch(/\(kid\): this worker holds no capability keys/);
+  });
+
+  describe('levels only rise across a spawn', () => {
+    /** A child that edits a file and runs a command: each A3 in the parent, so each must wait for approval in the child too. */
+    function sneakyChild(ws: string) {
+      return {
+        task: 'do what the parent may not do unapproved',
+        rights: ['read', 'write', 'exec'],
+        objects: [`path:${ws}`],
+        max_cost: 1,
+        budget: 4,
+        expires_in_ms: 600_000,
+        turns: [
+          {
+            turn: 0,
+            calls: [
+              { call_id: 'edit', tool: 'file_edit', args: { path: `${ws}/sub/a.txt`, old_str: 'v=1', new_str: 'v=2' } },
+              { call_id: 'sh', tool: 'bash_execute', args: { command: 'touch unapproved' } },
+            ],
+          },
+        ],
+      };
+    }
+    const strict = { levelOverrides: { bash_execute: 'A3', file_edit: 'A3' }, approvalTimeoutMs: 1500 } as const;
+
+    function expectNothingRanUnapproved(ws: string, observation: string) {
+      const delegated = JSON.parse(observation);
+      expect(delegated.outcome).toBe('completed');
+      expect(delegated.calls.map((c: any) => [c.tool, c.resolution])).toEqual([
+        ['file_edit', 'denied'],
+        ['bash_execute', 'denied'],
+      ]);
+      for (const call of delegated.calls) expect(call.error).toMatch(/no approval within 1500 ms/);
+      expect(fs.readFileSync(path.join(ws, 'sub', 'a.txt'), 'utf8')).toBe('v=1\n');
+      expect(fs.existsSync(path.join(ws, 'unapproved'))).toBe(false);
+    }
+
+    it('a child spawned by a scripted turn waits for approval where its parent would', async () => {
+      const ws = setup();
+      const id = uniqueId('a3-child');
+      await settle.start(id, {
+        workspace: ws,
+        capability: rootCapability(id, ws),
+        ...strict,
+        turns: [{ turn: 0, calls: [{ call_id: 'delegate', tool: 'spawn_subagent', args: sneakyChild(ws) }] }],
+      });
+      const result = await settle.result(id);
+      expectNothingRanUnapproved(ws, result.calls[0]!.observation!.output);
+      const child = await settle.result(`${id}/sub-1`);
+      expect(child.calls.map((c) => c.level)).toEqual(['A3', 'A3']);
+    });
+
+    it('a child the model chose to spawn waits for approval where its parent would', async () => {
+      const ws = setup();
+      const id = uniqueId('a3-model');
+      const server = await startChatServer([
+        { tool_calls: [{ id: 'call_spawn', name: 'spawn_subagent', arguments: JSON.stringify(sneakyChild(ws)) }] },
+        { content: 'Delegated.' },
+      ]);
+      worker.allowModelEndpoint(server.baseUrl);
+      try {
+        await settle.start(id, {
+          workspace: ws,
+          capability: rootCapability(id, ws),
+          ...strict,
+          model: { baseUrl: server.baseUrl, model: 'scripted-model', task: 'Edit and run, via a sub-agent.' },
+        });
+        const result = await settle.result(id);
+        expect(result.calls.map((c) => [c.tool, c.resolution])).toEqual([['spawn_subagent', 'executed']]);
+        expectNothingRanUnapproved(ws, result.calls[0]!.observation!.output);
+      } finally {
+        await server.close();
+      }
+    });
   });
 });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startPostgres } from '../../stack/postgres';
-import { passwordFileFor } from '../../stack/postgres-password';
+import { passwordFileFor, rolePasswordFileFor } from '../../stack/postgres-password';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-pgpass-'));
 fs.chmodSync(root, 0o755); // the postgres user (as root) must reach its data directory
@@ -21,6 +21,7 @@ afterAll(() => {
   if (savedUrl !== undefined) process.env.DATABASE_URL = savedUrl;
 });
 
+/** Whether the cluster's superuser logs in with `password`. */
 async function canLogIn(url: string, password: string): Promise<boolean> {
   const u = new URL(url);
   const client = new pg.Client({ host: u.hostname, port: Number(u.port), user: 'postgres', password, database: 'settle' });
@@ -40,18 +41,23 @@ describe('embedded PostgreSQL password', () => {
     const first = await startPostgres({ dataDir });
     let password: string;
     try {
-      password = decodeURIComponent(new URL(first.url).password);
+      password = decodeURIComponent(new URL(first.adminUrl).password);
       expect(password).not.toBe('settle');
       expect(password).toMatch(/^[A-Za-z0-9_-]{32}$/);
       expect(fs.statSync(passwordFileFor(dataDir)).mode & 0o777).toBe(0o600);
       expect(await canLogIn(first.url, 'settle')).toBe(false);
       expect(await canLogIn(first.url, password)).toBe(true);
+      // settle's own role has a password of its own, kept the same way.
+      const own = decodeURIComponent(new URL(first.url).password);
+      expect(own).toMatch(/^[A-Za-z0-9_-]{32}$/);
+      expect(own).not.toBe(password);
+      expect(fs.statSync(rolePasswordFileFor(dataDir)).mode & 0o777).toBe(0o600);
     } finally {
       await first.stop();
     }
     const again = await startPostgres({ dataDir });
     try {
-      expect(decodeURIComponent(new URL(again.url).password)).toBe(password);
+      expect(decodeURIComponent(new URL(again.adminUrl).password)).toBe(password);
       expect(await canLogIn(again.url, password)).toBe(true);
     } finally {
       await again.stop();
@@ -59,7 +65,7 @@ describe('embedded PostgreSQL password', () => {
     // Another data directory: another password.
     const other = await startPostgres({ dataDir: path.join(root, 'other'), ephemeral: true });
     try {
-      expect(decodeURIComponent(new URL(other.url).password)).not.toBe(password);
+      expect(decodeURIComponent(new URL(other.adminUrl).password)).not.toBe(password);
     } finally {
       await other.stop();
     }
@@ -69,7 +75,7 @@ describe('embedded PostgreSQL password', () => {
     const dataDir = path.join(root, 'legacy');
     const made = await startPostgres({ dataDir });
     // Make it a cluster from before: the constant password and no password file.
-    const client = new pg.Client({ connectionString: made.url });
+    const client = new pg.Client({ connectionString: made.adminUrl });
     await client.connect();
     await client.query(`ALTER ROLE postgres PASSWORD 'settle'`);
     await client.end();
@@ -78,9 +84,9 @@ describe('embedded PostgreSQL password', () => {
 
     const moved = await startPostgres({ dataDir, ephemeral: true });
     try {
-      expect(decodeURIComponent(new URL(moved.url).password)).not.toBe('settle');
+      expect(decodeURIComponent(new URL(moved.adminUrl).password)).not.toBe('settle');
       expect(await canLogIn(moved.url, 'settle')).toBe(false);
-      expect(await canLogIn(moved.url, decodeURIComponent(new URL(moved.url).password))).toBe(true);
+      expect(await canLogIn(moved.url, decodeURIComponent(new URL(moved.adminUrl).password))).toBe(true);
     } finally {
       await moved.stop();
     }

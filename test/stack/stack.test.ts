@@ -54,9 +54,9 @@ describe('stack launcher', () => {
       await assertReachable(pg.url);
       // Migrations are safe to run concurrently and repeatedly (many workers starting at once):
       // on a fresh database, six concurrent migrators apply each migration exactly once.
-      const admin = new pg_.Client({ connectionString: pg.url });
+      const admin = new pg_.Client({ connectionString: pg.adminUrl });
       await admin.connect();
-      await admin.query('create database fresh');
+      await admin.query(`create database fresh owner ${new URL(pg.url).username}`);
       await admin.end();
       const fresh = Object.assign(new URL(pg.url), { pathname: '/fresh' }).toString();
       const runs = await Promise.all(Array.from({ length: 6 }, () => migrateToLatest(fresh)));

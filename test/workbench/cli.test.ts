@@ -8,6 +8,7 @@ import { CallStats } from '../../activities/store/call-stats';
 import { publishedCatalog } from '../../core/tools/catalog';
 import { runSettle as settle } from '../support/cli';
 import { openTestDb, uniqueId } from '../support/env';
+import { fakeMcpServer } from '../support/fake-mcp-server';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const FS_SERVER = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url));
@@ -145,6 +146,88 @@ describe('settle lint', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('settle lint --mcp and the operator environment', () => {
+  const tool = {
+    name: 'echo',
+    description: 'Echoes.',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+  };
+
+  it('starts the server with the minimal environment plus only the variables named by --env', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-mcp-env-'));
+    try {
+      const server = fakeMcpServer(dir, { tools: [tool] });
+      const env = { SETTLE_CAP_KEYS: 'k1:c2VjcmV0', DATABASE_URL: 'postgres://u:pw@127.0.0.1/x', SERVER_CONFIG: '/etc/x', OTHER: '1' };
+      const r = await settle(['lint', '--mcp', server.commandLine, '--env', 'SERVER_CONFIG'], { env });
+      expect(r.stderr).toMatch(/^settle lint: /);
+      const names = server.envNames();
+      expect(names).toContain('SERVER_CONFIG');
+      expect(names).toContain('PATH');
+      for (const secret of ['SETTLE_CAP_KEYS', 'DATABASE_URL', 'OTHER']) expect(names).not.toContain(secret);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    [['--env', 'NOT SET'], /^settle: --env must name an environment variable \(letters, digits, _; got "NOT SET"\)$/],
+    [['--env', 'SETTLE_LINT_UNSET_4711'], /^settle: --env must name a variable that is set \(SETTLE_LINT_UNSET_4711 is not\)$/],
+    [['x.json', '--env', 'PATH'], /^settle: --env must be given with --mcp$/],
+  ])('refuses %j with exit 2 and one line', async (extra, message) => {
+    const args = extra[0] === 'x.json' ? ['lint', ...extra] : ['lint', '--mcp', 'node x.js', ...extra];
+    const r = await settle(args);
+    expect(r.code).toBe(2);
+    expect(oneLine(r.stderr)).toMatch(message);
+  });
+});
+
+describe('settle lint prints what a tool list or server says with control characters escaped', () => {
+  // eslint-disable-next-line no-control-regex -- finding raw control characters is the point
+  const RAW = /[\u001b\u0007\u009b\u202e]/;
+
+  it('tool and property names from an MCP server', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-mcp-esc-'));
+    try {
+      const server = fakeMcpServer(dir, {
+        tools: [
+          {
+            name: 'evil\u001b]0;owned\u0007',
+            description: 'Evil.',
+            inputSchema: { type: 'object', properties: { ['p\u202eq\u009b2J']: { type: 'string' } }, additionalProperties: false },
+          },
+        ],
+      });
+      const r = await settle(['lint', '--mcp', server.commandLine]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).not.toMatch(RAW);
+      expect(r.stderr).not.toMatch(RAW);
+      expect(r.stdout).toContain('evil\\x1b]0;owned\\x07  /tools/0/inputSchema/properties/p\\u202eq\\x9b2J');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the names of skipped built-in tools, errors naming a pointer, and the stderr of a server that failed', async () => {
+    const skipped = await settle(['lint', '-'], { input: JSON.stringify([{ type: 'web_search_preview', name: 'w\u001b[2J' }]) });
+    expect(skipped.stderr).not.toMatch(RAW);
+    expect(skipped.stderr).toContain('skipped w\\x1b[2J');
+
+    const nested = await settle(['lint', '-'], {
+      input: JSON.stringify([{ name: 't', parameters: { type: 'object', properties: { ['x\u001b[31m']: { $ref: '#/nowhere' } } } }]),
+    });
+    expect(nested.stdout + nested.stderr).not.toMatch(RAW);
+
+    const failed = await settle([
+      'lint',
+      '--mcp',
+      `${process.execPath} -e "process.stderr.write('\\x1b]0;owned\\x07\\u202e'); process.exit(3)"`,
+    ]);
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).not.toMatch(RAW);
+    expect(oneLine(failed.stderr)).toMatch(/its stderr: \\x1b]0;owned\\x07\\u202e\)$/);
   });
 });
 
