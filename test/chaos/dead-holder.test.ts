@@ -72,7 +72,9 @@ describe('a holder that dies and is never retried', { timeout: 180_000 }, () => 
             turns: [
               {
                 turn: 0,
-                calls: [{ call_id: 'deploy', tool: 'bash_execute', args: { command: 'echo start >> log.txt; sleep 30; echo done >> log.txt' } }],
+                calls: [
+                  { call_id: 'deploy', tool: 'bash_execute', args: { command: 'echo start >> log.txt; sleep 30; echo done >> log.txt' } },
+                ],
               },
             ],
           },
@@ -90,7 +92,11 @@ describe('a holder that dies and is never retried', { timeout: 180_000 }, () => 
       const workerB = startWorkerProcess(taskQueue, `k1:${crypto.randomBytes(32).toString('base64')}`);
       // Nothing claims the key again, yet its lapsed lease turns it IN_DOUBT (a generous bound, not a timing goal).
       let seen = record!.state as string;
-      await waitFor(async () => (seen = (await store.get(key))?.state ?? 'UNSEEN') === 'IN_DOUBT', 30_000, () => `the record is ${seen}`);
+      await waitFor(
+        async () => (seen = (await store.get(key))?.state ?? 'UNSEEN') === 'IN_DOUBT',
+        30_000,
+        () => `the record is ${seen}`,
+      );
       expect(await store.get(key)).toMatchObject({ state: 'IN_DOUBT', generation: 1 });
 
       // The trajectory waits for the call to be settled: it neither completes nor calls it denied without a record.
@@ -115,7 +121,9 @@ describe('a holder that dies and is never retried', { timeout: 180_000 }, () => 
       expect(await workerB.exited).toBe(0);
       // The call is reported as what its record says, refused to run again: never executed, never NO_RECORD.
       expect(result.calls[0]).toMatchObject({ key, state: 'COMPLETED', resolution: 'denied' });
-      expect(result.calls[0]!.observation?.error).toMatch(/denied by the worker's policy.*COMPLETED at generation 1, settled by operator:bob/s);
+      expect(result.calls[0]!.observation?.error).toMatch(
+        /denied by the worker's policy.*COMPLETED at generation 1, settled by operator:bob/s,
+      );
       expect(fs.readFileSync(log, 'utf8')).toBe('start\n'); // the command died with its worker; nobody ran it again
       expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 1, settledBy: 'operator:bob' });
       expect((await store.events(key)).map((e) => [e.generation, e.fromState, e.toState, e.actor.split(':')[0]])).toEqual([
