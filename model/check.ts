@@ -76,6 +76,11 @@ const MUTATIONS: Mutation[] = [
     expect: 'P5',
   },
   { flag: 'MUT_EAGER_RETENTION', what: 'retention purges settled records while runs or executors of the key may still act' },
+  {
+    flag: 'MUT_EAGER_RETENTION MUT_NO_SWEEPER',
+    what: 'the same, searched without the sweeper (whose moves the search tries first, meeting P3 before P6): a run probes a purged record',
+    expect: 'P6',
+  },
   { flag: 'MUT_PURGE_IN_DOUBT', what: 'retention purges IN_DOUBT records' },
   { flag: 'PROBE_FALSE_NEGATIVE', what: 'assumption dropped: a probe may say not applied although the effect happened' },
   { flag: 'OPERATOR_CARELESS', what: "assumption dropped: an operator settles while the generation's executor may still act" },
@@ -175,7 +180,7 @@ function main(): number {
     console.log(`${ok ? 'PASS' : 'FAIL'}  ${b.name}: ${fmt(r)}`);
     if (ok)
       console.log(
-        '      P1 at most once · P2 completed ⇒ exactly once · P3 no effect recorded NOT_EXECUTED · P4 IN_DOUBT left only by probe/operator/same generation · P5 no silent end (+ valid end states) · P6 retention · P7 a dead holder\'s lapsed lease reaches IN_DOUBT: hold',
+        "      P1 at most once · P2 completed ⇒ exactly once · P3 no effect recorded NOT_EXECUTED · P4 IN_DOUBT left only by probe/operator/same generation · P5 no silent end (+ valid end states) · P6 retention · P7 a dead holder's lapsed lease reaches IN_DOUBT: hold",
       );
     else if (r.errors > 0)
       console.log(`      counterexample: ${counterexample(r)}\n      trail: cd ${r.dir} && spin -t -p ${r.flags.join(' ')} settle.pml`);
