@@ -223,7 +223,16 @@ export function createActivities({ store, identity, keyRing = null, policy, oper
           tool: input.tool,
           ...access.denied,
         });
-        return { outcome: 'denied', kind: 'denied', ...access.denied };
+        // A refusal says nothing about what an earlier attempt of this call did: when the key has
+        // a record (an attempt on another worker claimed it, then died), report its state, so the
+        // workflow waits for a record in doubt to be settled instead of calling the call denied.
+        const record = await store.get(key);
+        return {
+          outcome: 'denied',
+          kind: 'denied',
+          ...access.denied,
+          ...(record ? { record: { state: record.state, generation: record.generation, settledBy: record.settledBy } } : {}),
+        };
       }
       return runSettled(
         store,

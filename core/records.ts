@@ -38,5 +38,9 @@ export type CallOutcome<R = unknown> =
   | { kind: 'busy'; generation: number; leaseUntil: string }
   /** The tool proved nothing happened; the record is NOT_EXECUTED and may be claimed again. */
   | { kind: 'released'; generation: number; detail: string }
-  /** The capability does not allow this access: nothing was claimed or touched. */
-  | { kind: 'denied'; component: string; reason: string };
+  /**
+   * The capability (or the worker's policy) does not allow this access: nothing was claimed or
+   * touched by this attempt. `record`: the key's record, when one exists — an earlier attempt
+   * (or an earlier send of the same call) claimed it, and its state says what happened to it.
+   */
+  | { kind: 'denied'; component: string; reason: string; record?: { state: RecordState; generation: number; settledBy: string | null } };

@@ -31,6 +31,11 @@ const BOUNDS: Bounds[] = [
   { name: 'file_edit · 1 run, planning may fail (no intent)', flags: ['-DNRUNS=1', '-DMAX_ABANDON=1', '-DPLAN_FAILS'] },
   { name: 'bash_execute · 1 run, an abandoned attempt (zombie)', flags: ['-DTOOL_FENCED=0', '-DNRUNS=1', '-DMAX_ABANDON=1'] },
   { name: 'bash_execute · 2 runs of the key', flags: ['-DTOOL_FENCED=0', '-DNRUNS=2', '-DMAX_ABANDON=0'] },
+  {
+    name: 'bash_execute · 1 run, retries may be refused (a dead holder never retried)',
+    flags: ['-DTOOL_FENCED=0', '-DNRUNS=1', '-DMAX_ABANDON=0', '-DDENIALS'],
+  },
+  { name: 'file_edit · 1 run, retries may be refused (a dead holder never retried)', flags: ['-DNRUNS=1', '-DMAX_ABANDON=0', '-DDENIALS'] },
 ];
 
 interface Mutation {
@@ -63,7 +68,19 @@ const MUTATIONS: Mutation[] = [
   },
   { flag: 'MUT_GIVE_UP_ON_UNKNOWN', what: 'the run counts a probe that says unknown as not executed' },
   { flag: 'MUT_VERDICT_ANY_GEN', what: "a waiting run takes an operator's verdict given for another generation" },
+  { flag: 'MUT_NO_SWEEPER', what: 'no lease sweeper: only a new claim turns a lapsed lease IN_DOUBT', flags: ['-DDENIALS'], expect: 'P7' },
+  {
+    flag: 'MUT_DENIED_ENDS',
+    what: "a refused attempt ends the call as denied whatever its key's record says",
+    flags: ['-DDENIALS'],
+    expect: 'P5',
+  },
   { flag: 'MUT_EAGER_RETENTION', what: 'retention purges settled records while runs or executors of the key may still act' },
+  {
+    flag: 'MUT_EAGER_RETENTION MUT_NO_SWEEPER',
+    what: 'the same, searched without the sweeper (whose moves the search tries first, meeting P3 before P6): a run probes a purged record',
+    expect: 'P6',
+  },
   { flag: 'MUT_PURGE_IN_DOUBT', what: 'retention purges IN_DOUBT records' },
   { flag: 'PROBE_FALSE_NEGATIVE', what: 'assumption dropped: a probe may say not applied although the effect happened' },
   { flag: 'OPERATOR_CARELESS', what: "assumption dropped: an operator settles while the generation's executor may still act" },
@@ -163,7 +180,7 @@ function main(): number {
     console.log(`${ok ? 'PASS' : 'FAIL'}  ${b.name}: ${fmt(r)}`);
     if (ok)
       console.log(
-        '      P1 at most once · P2 completed ⇒ exactly once · P3 no effect recorded NOT_EXECUTED · P4 IN_DOUBT left only by probe/operator/same generation · P5 no silent end (+ valid end states) · P6 retention: hold',
+        "      P1 at most once · P2 completed ⇒ exactly once · P3 no effect recorded NOT_EXECUTED · P4 IN_DOUBT left only by probe/operator/same generation · P5 no silent end (+ valid end states) · P6 retention · P7 a dead holder's lapsed lease reaches IN_DOUBT: hold",
       );
     else if (r.errors > 0)
       console.log(`      counterexample: ${counterexample(r)}\n      trail: cd ${r.dir} && spin -t -p ${r.flags.join(' ')} settle.pml`);

@@ -4,7 +4,8 @@
  * One key. Executors (activity attempts, activities/settled/run-settled.ts) race on its record
  * (activities/store/statements.ts, endpoint-store.ts); trajectory runs (workflows/settled-call.ts)
  * attempt, probe and wait for an operator; an operator (activities/settled/operator-settlement.ts)
- * settles; retention purges. A DB clock ticks; every executor has a local clock that may lag it.
+ * settles; a lease sweeper (activities/settled/lease-sweeper.ts) turns lapsed leases IN_DOUBT;
+ * retention purges. A DB clock ticks; every executor has a local clock that may lag it.
  * The effect is an increment of an external counter (`effects`).
  *
  * What is abstracted and why, the bounds, and how to read a counterexample: docs/model-checking.md.
@@ -51,6 +52,7 @@
 #define O_BUSY 2
 #define O_RELEASED 3
 #define O_IN_DOUBT 4
+#define O_DENIED 5      /* the worker's policy or the capability refused the attempt before any claim */
 
 /* where a run stands */
 #define W_IDLE 0
@@ -59,6 +61,7 @@
 #define W_GAVE_UP 3
 #define W_WAIT_OP 4
 #define W_TERMINATED 5
+#define W_DENIED 6      /* ended: the call reported refused (the record, if any, settled) */
 
 /* who takes a record out of IN_DOUBT */
 #define A_EXEC 1
@@ -95,6 +98,7 @@ bit young[NEXEC];       /* keeper running and the local age of its lease <= leas
 byte wf[NRUNS];
 byte rout[NRUNS];       /* outcome of the run's current attempt */
 byte routgen[NRUNS];    /* the generation the outcome names */
+byte routst[NRUNS];     /* O_DENIED: the record's state the refusing attempt read (UNSEEN: none) */
 bit awaiting[NRUNS];    /* the key is in awaitingOperator (the settleCall update is accepted) */
 byte vgen[NRUNS];       /* an operator verdict recorded for (key, generation), not yet taken */
 byte vstate[NRUNS];
@@ -172,6 +176,7 @@ active [NEXEC] proctype Exec() {
   bit exc = 0;          /* an exception other than NoEffect */
   byte o = O_NONE;
   byte og = 0;          /* the generation the outcome names */
+  byte ost = UNSEEN;    /* O_DENIED: the record's state read after the refusal */
   byte got = 0;
 
 end_idle:
@@ -185,6 +190,14 @@ end_idle:
     planok = 1
 #endif
   }
+#ifdef DENIALS
+  /* checkAccess: this worker may refuse the attempt (it holds capability keys, the trajectory has
+     no capability; a key rotated) before any claim; the activity then reads the key's record */
+  if
+  :: skip
+  :: atomic { o = O_DENIED; og = rgen; ost = rstate }; goto finish
+  fi;
+#endif
 
 claim:
   /* claimStatement: one atomic INSERT ... ON CONFLICT DO UPDATE ... WHERE */
@@ -358,11 +371,11 @@ written:
 
 finish:
   atomic {
-    if :: owner[e] != NONE -> rout[owner[e]] = o; routgen[owner[e]] = og :: else fi;
+    if :: owner[e] != NONE -> rout[owner[e]] = o; routgen[owner[e]] = og; routst[owner[e]] = ost :: else fi;
     if :: g > 0 -> live_gen[g] = 0 :: else fi;
     stop_keeper();
     used[e] = 0; owner[e] = NONE;
-    g = 0; planok = 0; nx = 0; exc = 0; o = O_NONE; og = 0; got = 0
+    g = 0; planok = 0; nx = 0; exc = 0; o = O_NONE; og = 0; ost = UNSEEN; got = 0
   };
   goto end_idle;
 
@@ -390,6 +403,7 @@ active [NRUNS] proctype Run() {
   byte r = _pid - NEXEC;
   byte x = NONE;        /* slot of the current attempt */
   byte o, pg, st, v;
+  byte dst;             /* O_DENIED: the record state the refusing attempt read */
   byte ngen;            /* the generation a NOT_EXECUTED the run counts was about */
   bit pint;
   byte notexec = 0, reprobes = 0, abandons = 0;
@@ -397,7 +411,7 @@ active [NRUNS] proctype Run() {
   /* the second run of the key starts once the first has ended */
   if
   :: r == 0 -> wf[r] = W_RUNNING
-  :: r > 0 -> atomic { (wf[r - 1] == W_COMPLETED || wf[r - 1] == W_GAVE_UP || wf[r - 1] == W_TERMINATED) -> wf[r] = W_RUNNING }
+  :: r > 0 -> atomic { (wf[r - 1] == W_COMPLETED || wf[r - 1] == W_GAVE_UP || wf[r - 1] == W_TERMINATED || wf[r - 1] == W_DENIED) -> wf[r] = W_RUNNING }
   fi;
 
 attempt:
@@ -416,7 +430,7 @@ attempt:
     used[x] = 1; owner[x] = r; rout[r] = O_NONE; start[x] = 1
   };
   do
-  :: atomic { rout[r] != O_NONE -> o = rout[r]; ngen = routgen[r]; rout[r] = O_NONE; routgen[r] = 0; x = NONE }; break
+  :: atomic { rout[r] != O_NONE -> o = rout[r]; ngen = routgen[r]; dst = routst[r]; rout[r] = O_NONE; routgen[r] = 0; routst[r] = UNSEEN; x = NONE }; break
   :: atomic {
        /* heartbeat timeout (the worker died or is paused): Temporal retries the activity; the
           abandoned attempt, if alive, runs on as a zombie whose outcome nobody reads */
@@ -433,6 +447,7 @@ attempt:
   :: o == O_COMPLETED -> goto completed
   :: o == O_BUSY -> goto attempt
   :: o == O_RELEASED -> goto not_executed
+  :: o == O_DENIED -> goto denied
   :: o == O_IN_DOUBT
   fi;
 
@@ -522,6 +537,35 @@ not_executed:
   :: notexec >= MAX_NOT_EXEC -> wf[r] = W_GAVE_UP; goto end_run
   :: else -> goto attempt
   fi;
+
+denied:
+  /* SettledCall.deniedWithRecord: a refusal does not end a call whose record's effect is unknown */
+#ifndef MUT_DENIED_ENDS
+  if
+  :: dst == IN_FLIGHT || dst == IN_DOUBT ->
+     /* wait (the watch) until the record leaves that state at that generation: its holder finishes,
+        the sweeper turns its lapsed lease IN_DOUBT, an operator or a late completion settles it;
+        then attempt again */
+     pg = ngen;
+     atomic { wf[r] = W_WAIT_OP };
+end_wait_settled:
+     do
+     :: atomic { !(rstate == dst && rgen == pg) -> wf[r] = W_RUNNING }; break
+     :: r == 0 -> goto terminated
+     od;
+     pg = 0; dst = UNSEEN; ngen = 0;
+     goto attempt
+  :: else
+  fi;
+#endif
+  /* P5 a call is never reported refused while the record of an earlier attempt is in doubt */
+  if
+  :: (rstate == IN_FLIGHT || rstate == IN_DOUBT) && rgen == ngen ->
+     printf("PROPERTY VIOLATED: P5 run %d reports the call denied while generation %d is %d\n", r, ngen, rstate); assert(false)
+  :: else
+  fi;
+  wf[r] = W_DENIED;
+  goto end_run;
 
 completed:
   wf[r] = W_COMPLETED;
@@ -634,6 +678,21 @@ end_retention:
   }
 }
 
+/* ---------------------------------------------------------------- the lease sweeper (LeaseSweeper) */
+/* Every worker sweeps: an IN_FLIGHT record whose lease lapsed on the database clock turns IN_DOUBT,
+   whether or not anything claims the key again (sweepStatement: the claim's transition, one atomic
+   statement; its grace period is any delay after the lapse). */
+active proctype Sweeper() {
+end_sweep:
+  do
+#ifndef MUT_NO_SWEEPER
+  :: atomic { rstate == IN_FLIGHT && rexpired -> rstate = IN_DOUBT; rexpired = 0; rholder = NONE; enter_doubt(rgen) }
+#else
+  :: false
+#endif
+  od
+}
+
 /* ---------------------------------------------------------------- no silent end */
 /* When nothing can move any more, every run has ended COMPLETED, gave up NOT_EXECUTED, or waits
    for an operator on a record that is really IN_DOUBT. (Processes stuck anywhere else are
@@ -641,6 +700,12 @@ end_retention:
 active proctype Final() {
   byte i;
   timeout ->
+  /* P7 every lapsed lease of a dead holder reaches IN_DOUBT or a settled state: when nothing can
+     move, every executor is idle (a live one can always move), so its lease has lapsed */
+  if
+  :: rstate == IN_FLIGHT -> printf("PROPERTY VIOLATED: P7 the record stays IN_FLIGHT (generation %d) with its holder gone\n", rgen); assert(false)
+  :: else
+  fi;
   for (i : 0 .. NRUNS - 1) {
     if
     :: wf[i] == W_WAIT_OP && !(rstate == IN_DOUBT) ->

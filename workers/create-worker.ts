@@ -10,6 +10,7 @@ import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '.
 import { createActivities } from '../activities/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
+import { LeaseSweeper, type LeaseSweeperOptions } from '../activities/settled/lease-sweeper';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 import { operatorKeysFromEnv, type OperatorKeys } from '../activities/operator/operator-keys';
 import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
@@ -52,6 +53,11 @@ export interface SettleWorkerOptions {
   warn?: (line: string) => void;
   /** OpenTelemetry tracing of activities; default: as the environment asks (workers/tracing.ts), else none. */
   tracing?: Tracing | null;
+  /**
+   * The lease sweeper's pace (activities/settled/lease-sweeper.ts; default SWEEP_DEFAULTS). It runs
+   * while the worker runs: records whose holder died turn IN_DOUBT even if nothing claims them again.
+   */
+  leaseSweeper?: Omit<LeaseSweeperOptions, 'identity' | 'onError'>;
 }
 
 export interface SettleWorker {
@@ -82,6 +88,13 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
   registerWorkerServiceUrl(options.databaseUrl, 5432);
   registerWorkerServiceUrl(`temporal://${target.connectionOptions.address}`, 7233);
+  const store = new EndpointStore(db);
+  const warn = options.warn ?? ((line: string) => console.warn(line));
+  const sweeper = new LeaseSweeper(store, {
+    ...options.leaseSweeper,
+    identity,
+    onError: (err) => warn(`settle worker: lease sweep failed (${err.message}); retrying every period`),
+  });
   const connection = await NativeConnection.connect(target.connectionOptions);
   // `isolateExecutionTimeout` is read by the SDK (1.24: its defaults are spread under the options)
   // but not in its public type: see the comment where it is set.
@@ -101,7 +114,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     // test/e2e/worker-options.test.ts checks the SDK still honours it.
     isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT,
     activities: createActivities({
-      store: new EndpointStore(db),
+      store,
       identity,
       keyRing,
       policy,
@@ -126,9 +139,11 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     target,
     shutdown: () => worker.shutdown(),
     run: async () => {
+      sweeper.start();
       try {
         await worker.run();
       } finally {
+        await sweeper.stop();
         await connection.close();
         await db.destroy();
         await tracing?.shutdown(); // exports the spans still buffered

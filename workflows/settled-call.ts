@@ -19,6 +19,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  patched,
   proxyActivities,
   sleep,
 } from '@temporalio/workflow';
@@ -27,7 +28,7 @@ import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
 import { codeSpan, waitDetails } from '../core/operator-details';
 import { declaresProbe } from '../core/tools/catalog';
-import type { CallOutcome, RecordStateOrUnseen } from '../core/records';
+import type { CallOutcome, RecordState, RecordStateOrUnseen } from '../core/records';
 import type { Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
 import type { WatchedRecord } from '../activities/settled/watch-record';
@@ -78,6 +79,14 @@ export const PATCH_OPERATOR_WAIT = 'operator-wait-v1';
  * for the update alone (and waited forever when the verdict had gone to the record).
  */
 export const PATCH_WATCH_RECORD = 'operator-watch-record-v1';
+
+/**
+ * Patch id: a call refused by the worker (capability or policy) whose key has a record — an earlier
+ * attempt claimed it — reports the record's state instead of NO_RECORD, and while that record's
+ * effect is unknown (IN_FLIGHT, IN_DOUBT) waits for it to be settled, then attempts again. Asked
+ * only when a refusal names a record (activities before it never did), so other runs record no marker.
+ */
+export const PATCH_DENIED_RECORD = 'denied-with-record-v1';
 
 /** Patch id: a cancelled trajectory waits for running settled activities, then compensates and shows `cancelled`. */
 export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activities-v1';
@@ -148,7 +157,9 @@ export class SettledCall {
           await this.retryOrGiveUp(outcome.detail);
           break;
         case 'denied':
-          deniedByCapability(this.report, outcome.component, outcome.reason);
+          if (outcome.record && patched(PATCH_DENIED_RECORD))
+            await this.deniedWithRecord(outcome.component, outcome.reason, outcome.record);
+          else deniedByCapability(this.report, outcome.component, outcome.reason);
           break;
         case 'in_doubt':
           await this.inDoubt(outcome.generation);
@@ -242,6 +253,50 @@ export class SettledCall {
     // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
     this.settledBy = settled.state === 'COMPLETED' ? settled.by : null;
     if (settled.state === 'NOT_EXECUTED') await this.retryOrGiveUp(`settled NOT_EXECUTED by ${settled.by}`);
+  }
+
+  /**
+   * This worker refused the call, but an earlier attempt claimed its key (it may have died mid-effect
+   * on a worker that allowed it). A refusal must not hide that: while the record's effect is unknown
+   * the call waits — IN_FLIGHT until its holder finishes or the lease sweeper turns its lapsed lease
+   * IN_DOUBT, IN_DOUBT until an operator (or a late completion) settles it — then is attempted again:
+   * a worker that allows it replays a COMPLETED result or runs a NOT_EXECUTED call; one that still
+   * refuses ends it here, reporting the settled record. No probe runs from here: the refusing
+   * worker's policy may not allow touching the call's workspace at all.
+   */
+  private async deniedWithRecord(
+    component: string,
+    reason: string,
+    record: { state: RecordState; generation: number; settledBy?: string | null },
+  ): Promise<void> {
+    const refusal = refusalText(component, reason);
+    const { generation } = record;
+    this.report.state = record.state;
+    if (record.state === 'IN_FLIGHT') {
+      this.state.publish(
+        'running',
+        `call ${this.short}… refused here (${refusal}) and IN_FLIGHT at generation ${generation} from an earlier attempt: waiting for its holder to finish or its lease to lapse`,
+      );
+      await watchRecord.executeWithOptions(
+        { ...WATCH_OPTIONS, summary: `watch ${this.short}… gen ${generation} while IN_FLIGHT (refused here: an earlier attempt holds it)` },
+        [{ key: this.key, generation, state: 'IN_FLIGHT' }],
+      );
+      return;
+    }
+    if (record.state === 'IN_DOUBT') {
+      const settled = await this.awaitOperator(
+        generation,
+        null,
+        `this worker refuses to run it again (${refusal}), so it cannot be probed here`,
+      );
+      this.settledBy = settled.state === 'COMPLETED' ? settled.by : null;
+      return;
+    }
+    this.report.resolution = 'denied';
+    this.report.observation = failed(
+      `${refusal}; an earlier attempt's record is ${record.state} at generation ${generation}` +
+        (record.settledBy ? `, settled by ${record.settledBy}` : ''),
+    );
   }
 
   /** The effect certainly did not happen: run again after a backoff, a bounded number of times. */
@@ -405,8 +460,10 @@ function inDoubtOutcome(err: unknown): CallOutcome<Observation> {
 export function deniedByCapability(report: CallReport, component: string, reason: string): CallReport {
   report.resolution = 'denied';
   report.state = 'NO_RECORD';
-  report.observation = failed(
-    component === 'policy' ? `denied by the worker's policy: ${reason}` : `denied by capability (${component}): ${reason}`,
-  );
+  report.observation = failed(refusalText(component, reason));
   return report;
+}
+
+function refusalText(component: string, reason: string): string {
+  return component === 'policy' ? `denied by the worker's policy: ${reason}` : `denied by capability (${component}): ${reason}`;
 }

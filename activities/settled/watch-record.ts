@@ -3,7 +3,7 @@
  * it: `settle resolve` writes the record directly when the trajectory is not (yet) waiting for the
  * call — e.g. between a probe's answer and the wait — and a late completion (a paused worker that
  * resumes) settles it too. This watch reads the record until it leaves IN_DOUBT at the generation
- * in doubt, and returns what it found.
+ * in doubt (or, asked to, IN_FLIGHT), and returns what it found.
  *
  * One long activity rather than workflow timers: heartbeats and the reads between them add no
  * history events (a timer-driven re-check would add about ten per check, forever), and a watch
@@ -16,6 +16,12 @@ export interface WatchRecordInput {
   key: string;
   /** The generation in doubt: a record at another generation (or settled) ends the watch. */
   generation: number;
+  /**
+   * The state watched (default IN_DOUBT): the watch ends once the record is no longer in it at
+   * `generation`. IN_FLIGHT: a call refused here whose earlier attempt holds the key, until that
+   * holder finishes or its lapsed lease is swept IN_DOUBT.
+   */
+  state?: 'IN_FLIGHT' | 'IN_DOUBT';
 }
 
 export interface WatchedRecord {
@@ -58,7 +64,7 @@ export async function watchRecord(store: EndpointStore, input: WatchRecordInput,
 async function read(store: EndpointStore, input: WatchRecordInput, options: WatchOptions): Promise<WatchedRecord | null> {
   try {
     const record = await store.get(input.key);
-    if (!record || (record.state === 'IN_DOUBT' && record.generation === input.generation)) return null;
+    if (!record || (record.state === (input.state ?? 'IN_DOUBT') && record.generation === input.generation)) return null;
     return { state: record.state, generation: record.generation, settledBy: record.settledBy ?? null };
   } catch (err) {
     options.onReadError?.(err as Error);

@@ -10,7 +10,8 @@
  * - leases are compared on the database clock (now()), never a worker's clock;
  * - every write after the claim is fenced by (key, generation); refused writes leave an event;
  * - a late completion (or a release proving no effect) with the right generation may settle IN_DOUBT;
- * - an expired lease turns the record IN_DOUBT on the next claim, atomically;
+ * - an expired lease turns the record IN_DOUBT on the next claim, atomically, or by the sweeper
+ *   (sweepLapsedLeases) when nothing claims the key again;
  * - retention never touches IN_DOUBT (nor IN_FLIGHT).
  */
 import { emitCallEvent } from '../observability/events';
@@ -18,7 +19,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Actor, RecordState } from '../../core/records';
 import type { EndpointEventRow, EndpointRecordRow, SettleDatabase } from './schema';
 import type { PreparedStatement } from './prepared';
-import { claimStatement, EVENTS, RECORDS, renewStatement, transitionStatement, type TransitionParams } from './statements';
+import { claimStatement, EVENTS, RECORDS, renewStatement, sweepStatement, transitionStatement, type TransitionParams } from './statements';
 import { ShellRunStore } from './shell-runs';
 
 /** A record: the logical call it is for (see ClaimRequest), and where it stands. */
@@ -105,6 +106,7 @@ function buildStatements(db: Kysely<SettleDatabase>) {
   return {
     claim: claimStatement(db),
     renew: renewStatement(db),
+    sweep: sweepStatement(db),
     intent: transitionStatement<TransitionParams & { intent: string }>(db, {
       from: ['IN_FLIGHT'],
       to: 'IN_FLIGHT',
@@ -225,6 +227,33 @@ export class EndpointStore {
         // Raced with a settlement to NOT_EXECUTED after our statement: claim again.
         return this.claim(request, options);
     }
+  }
+
+  /**
+   * Turns IN_DOUBT every IN_FLIGHT record whose lease lapsed at least `graceMs` ago on the
+   * database clock (at most `limit` of them), with the claim's `lease-expiry` event: a holder that
+   * died is found even when its call is never claimed again. Returns the records it turned, each
+   * with the holder whose lease lapsed.
+   * Fenced like the claim: a renewal or completion that commits first keeps the record; once
+   * swept, renewals are refused and only that generation's late completion or release, a probe or
+   * an operator settles it.
+   */
+  async sweepLapsedLeases(options: {
+    graceMs: number;
+    limit: number;
+    sweeper: string;
+  }): Promise<(EndpointRecord & { lapsedHolder: string | null })[]> {
+    if (!Number.isSafeInteger(options.graceMs) || options.graceMs < 0) {
+      throw new RangeError(`graceMs: must be an integer ≥ 0 (got ${options.graceMs})`);
+    }
+    if (!Number.isSafeInteger(options.limit) || options.limit < 1)
+      throw new RangeError(`limit: must be an integer ≥ 1 (got ${options.limit})`);
+    const { rows } = await this.statements.sweep.execute(this.db, {
+      grace_ms: options.graceMs,
+      limit: options.limit,
+      sweeper: options.sweeper,
+    });
+    return rows.map((row) => ({ ...toRecord(row), lapsedHolder: row.lapsed_holder }));
   }
 
   /** Records the call's intent (pre-state facts a probe will need). Only by the live claim. */

@@ -13,6 +13,9 @@ export const RECORDS = 'settle_endpoint_records' as const;
 export const EVENTS = 'settle_endpoint_events' as const;
 
 const now = sql<Date>`now()`;
+
+/** The detail of a record whose lease lapsed, whoever turned it IN_DOUBT (a claim, or the sweeper). */
+export const LAPSED_DETAIL = 'lease expired while IN_FLIGHT: the executor stopped renewing; effect unknown';
 const leaseFromNow = (leaseMs: unknown) => sql<Date>`now() + ${leaseMs}::int * interval '1 millisecond'`;
 
 export interface ClaimParams extends Record<string, string | number | null> {
@@ -93,12 +96,7 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                       .then(eb.ref('excluded.intent'))
                       .else(eb.ref(`${RECORDS}.intent`))
                       .end(),
-                    detail: eb
-                      .case()
-                      .when(wasNotExecuted)
-                      .then(null)
-                      .else(sql.lit('lease expired while IN_FLIGHT: the executor stopped renewing; effect unknown'))
-                      .end(),
+                    detail: eb.case().when(wasNotExecuted).then(null).else(sql.lit(LAPSED_DETAIL)).end(),
                     updated_at: now,
                   };
                 })
@@ -290,5 +288,74 @@ export function transitionStatement<P extends TransitionParams>(
         .selectFrom('changed')
         .selectAll(),
     ['key', 'generation', 'actor', 'detail', ...spec.params] as (keyof P & string)[],
+  );
+}
+
+export interface SweepParams extends Record<string, string | number | null> {
+  /** Only leases that lapsed at least this long ago (database clock): a retried claim usually comes first. */
+  grace_ms: number;
+  /** At most this many records per statement. */
+  limit: number;
+  /** Who swept (the worker's identity), recorded on the event. */
+  sweeper: string;
+}
+
+/**
+ * IN_FLIGHT with a lease that lapsed (database clock) → IN_DOUBT, for every such record, whether
+ * or not anything claims its key again: the same transition, detail and `lease-expiry` event as
+ * the claim's. `FOR UPDATE SKIP LOCKED`: each record is swept by one sweeper, and a row another
+ * statement holds (a renewal, a completion, a claim) is left to that statement, which decides; the
+ * lock re-checks the condition on the row's latest version, so a renewal that committed first wins.
+ */
+export function sweepStatement(db: Kysely<SettleDatabase>) {
+  return new PreparedStatement(
+    (p: SweepParams) =>
+      db
+        .with('lapsed', (db) =>
+          db
+            .selectFrom(RECORDS)
+            .select(['key', 'holder'])
+            .where('state', '=', sql.lit('IN_FLIGHT'))
+            .where('lease_until', '<=', sql<Date>`now() - ${p.grace_ms}::int * interval '1 millisecond'`)
+            .orderBy('lease_until')
+            .limit(sql<number>`${p.limit}::int`)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .with('swept', (db) =>
+          db
+            .updateTable(RECORDS)
+            .from('lapsed')
+            .set({
+              state: sql.lit('IN_DOUBT'),
+              lease_until: null,
+              holder: null,
+              detail: sql.lit(LAPSED_DETAIL),
+              updated_at: now,
+            })
+            .whereRef(`${RECORDS}.key`, '=', 'lapsed.key')
+            .returningAll(RECORDS)
+            .returning(sql<string | null>`lapsed.holder`.as('lapsed_holder')),
+        )
+        .with('event', (db) =>
+          db
+            .insertInto(EVENTS)
+            .columns(['key', 'generation', 'from_state', 'to_state', 'actor', 'detail'])
+            .expression((eb) =>
+              eb
+                .selectFrom('swept')
+                .select([
+                  'swept.key',
+                  'swept.generation',
+                  sql.lit('IN_FLIGHT').as('from_state'),
+                  'swept.state',
+                  sql.lit('lease-expiry').as('actor'),
+                  sql<string>`jsonb_build_object('holder', swept.lapsed_holder, 'sweeper', ${p.sweeper}::text)`.as('detail'),
+                ]),
+            ),
+        )
+        .selectFrom('swept')
+        .selectAll(),
+    ['grace_ms', 'limit', 'sweeper'],
   );
 }
