@@ -17,7 +17,7 @@ const ROOT = path.resolve(path.dirname(SELF), '../..');
 /** settle's own namespaces; PATH, HOME and the like are not configuration. */
 const OWN = /^(SETTLE_|TEMPORAL_|OTEL_|DATABASE_URL$)/;
 /** Variables that tests set only to read them back (fixtures, not configuration). */
-const FIXTURES = new Set(['SETTLE_TEST_SECRET']);
+const FIXTURES = new Set(['SETTLE_TEST_SECRET', 'SETTLE_LINT_UNSET_4711']);
 
 function tracked(): string[] {
   return execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' })
