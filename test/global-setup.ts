@@ -45,6 +45,7 @@ export default async function setup(project: TestProject) {
 
   project.provide('temporalAddress', stack.temporal.address);
   project.provide('databaseUrl', stack.databaseUrl);
+  project.provide('adminDatabaseUrl', 'postgres' in stack ? stack.postgres.adminUrl : stack.databaseUrl);
   project.provide('workflowBundlePath', workflowBundlePath);
   project.provide('uiUrl', stack.temporal.uiUrl);
 

@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { sql } from 'kysely';
 import { runSettle as settle, SETTLE_BIN } from '../support/cli';
 import { openTestDb, testStore, uniqueId } from '../support/env';
+import { openDatabase } from '../../activities/store/database';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -166,11 +167,14 @@ describe('settle records / show', () => {
 });
 
 describe('settle migrate', () => {
-  /** A new, empty database on the test server. */
+  const admin = openDatabase(inject('adminDatabaseUrl'), { max: 1 });
+  afterAll(() => admin.destroy());
+
+  /** A new, empty database on the test server, owned by settle's role (as an operator would create one). */
   async function freshDatabaseUrl(): Promise<{ url: string; name: string }> {
     const name = uniqueId('fresh').replace(/-/g, '_');
-    await sql.raw(`CREATE DATABASE ${name}`).execute(db);
     const url = new URL(inject('databaseUrl'));
+    await sql.raw(`CREATE DATABASE ${name} OWNER "${decodeURIComponent(url.username)}"`).execute(admin);
     url.pathname = `/${name}`;
     return { url: url.toString(), name };
   }
@@ -190,7 +194,7 @@ describe('settle migrate', () => {
     expect(migrated.stdout).toMatch(/^settle migrate: applied 0001_endpoint_records, /);
     expect((await settle(['records'], { env })).stdout.trim()).toBe('no records');
     expect((await settle(['migrate'], { env })).stdout).toMatch(/^settle migrate: schema up to date/);
-    await sql.raw(`DROP DATABASE ${name}`).execute(db);
+    await sql.raw(`DROP DATABASE ${name}`).execute(admin);
   });
 });
 

@@ -314,7 +314,7 @@ describe('settle stats / breakeven', () => {
   it('stats without a database exits 2 naming DATABASE_URL', async () => {
     const r = await settle(['stats'], { env: { DATABASE_URL: '' } });
     expect(r.code).toBe(2);
-    expect(oneLine(r.stderr)).toBe('settle: DATABASE_URL must be set (or run `settle dev`, whose settings the CLI then finds)');
+    expect(oneLine(r.stderr)).toBe('settle: DATABASE_URL: must be set (or run `settle dev`, whose settings the CLI then finds)');
   });
 });
 
