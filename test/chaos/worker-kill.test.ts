@@ -313,15 +313,15 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
           });
           if ((await handle.describe()).status.name !== 'RUNNING') return;
           expect(await currentDetails(handle)).toMatch(/started/);
-          await handle.executeUpdate(settleCallUpdate, {
-            args: [{ key, verdict: 'applied', operator: 'carol', reason: 'deploy log shows one start' }],
-          });
+          const claim = { key, verdict: 'applied', reason: 'deploy log shows one start', generation: 1 } as const;
+          const credential = signed({ purpose: 'settle', trajectoryId: handle.workflowId, ...claim });
+          await handle.executeUpdate(settleCallUpdate, { args: [{ ...claim, operator: TEST_OPERATOR, credential }] });
         },
       });
       expect(fs.readFileSync(`${file}.log`, 'utf8')).toBe('deploy started\n');
       expect(events.map((e) => e.toState)).not.toContain('NOT_EXECUTED');
       expect(result.calls[0]).toMatchObject({ tool: 'bash_execute', state: 'COMPLETED', resolution: 'settled_by_operator' });
-      expect(record).toMatchObject({ generation: 1, settledBy: 'operator:carol' });
+      expect(record).toMatchObject({ generation: 1, settledBy: `operator:${TEST_OPERATOR}` });
     },
   );
 });
