@@ -17,6 +17,7 @@ import { Client, Connection } from '@temporalio/client';
 import { callsQuery, type TrajectoryResult } from '../../workflows/trajectory';
 import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
+import { TEST_OPERATOR } from '../support/operator';
 
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
@@ -109,12 +110,12 @@ describe('a holder that dies and is never retried', { timeout: 180_000 }, () => 
 
       const cli = spawnSync(
         process.execPath,
-        [BIN, 'resolve', key, '--as', 'applied', '--operator', 'bob', '--reason', 'log.txt shows start, not done: partly applied'],
+        [BIN, 'resolve', key, '--as', 'applied', '--reason', 'log.txt shows start, not done: partly applied'],
         { encoding: 'utf8', env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') } },
       );
       expect(cli.stderr).toBe('');
       expect(cli.status).toBe(0);
-      expect(cli.stdout).toMatch(/: COMPLETED \(settled by operator:bob\)/);
+      expect(cli.stdout).toContain(`: COMPLETED (settled by operator:${TEST_OPERATOR})`);
 
       const result: TrajectoryResult = await handle.result();
       workerB.child.kill('SIGTERM');
@@ -122,10 +123,10 @@ describe('a holder that dies and is never retried', { timeout: 180_000 }, () => 
       // The call is reported as what its record says, refused to run again: never executed, never NO_RECORD.
       expect(result.calls[0]).toMatchObject({ key, state: 'COMPLETED', resolution: 'denied' });
       expect(result.calls[0]!.observation?.error).toMatch(
-        /denied by the worker's policy.*COMPLETED at generation 1, settled by operator:bob/s,
+        new RegExp(`denied by the worker's policy.*COMPLETED at generation 1, settled by operator:${TEST_OPERATOR}`, 's'),
       );
       expect(fs.readFileSync(log, 'utf8')).toBe('start\n'); // the command died with its worker; nobody ran it again
-      expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 1, settledBy: 'operator:bob' });
+      expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 1, settledBy: `operator:${TEST_OPERATOR}` });
       expect((await store.events(key)).map((e) => [e.generation, e.fromState, e.toState, e.actor.split(':')[0]])).toEqual([
         [1, 'UNSEEN', 'IN_FLIGHT', 'worker'],
         [1, 'IN_FLIGHT', 'IN_FLIGHT', 'worker'], // intent
