@@ -172,9 +172,58 @@ export async function runInSandbox(request: SandboxRequest): Promise<SandboxResu
 
 async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspace, limits: SandboxLimits): Promise<SandboxResult> {
   const availability = sandboxAvailability();
-  let launch: Launch;
-  let note: string | null = null;
-  let proxy: EgressProxy | undefined;
+  // What the call starts besides its processes; taken down in one place, on every path.
+  const started: { proxy?: EgressProxy; cgroup?: CallCgroup | null } = {};
+  let ran: Ran;
+  let note: string | null;
+  try {
+    const prepared = await prepareLaunch(request, workspace, limits, availability, started);
+    note = prepared.note;
+    // Every process of the call in its own cgroup: totals bounded and measured (where supported).
+    started.cgroup = createCallCgroup(limits, prepared.launch.identity);
+    ran = await launchAndWait(request, workspace, prepared.launch, started.cgroup, !!started.proxy);
+  } finally {
+    await started.cgroup?.remove();
+    await started.proxy?.close();
+  }
+  if (started.proxy) {
+    const { allowed, refused } = started.proxy.stats;
+    // Only refusals are news (and a note makes the observation read as an error).
+    if (refused.length)
+      note =
+        `network only through the egress proxy, to ${request.egress!.join(', ')}: ${allowed} connection(s) allowed, ` +
+        `${refused.length} refused (${refused.slice(0, 3).join('; ')})`;
+  }
+  if (ran.oomKills) {
+    const total = ran.reachedCallMemory
+      ? `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB)`
+      : `this worker's shell calls together reached their memory total (${limits.workerMemoryMiB} MiB, SETTLE_SANDBOX_WORKER_MEMORY_MIB)`;
+    const oom = `${total}: ${ran.oomKills} process(es) killed`;
+    note = note ? `${note}; ${oom}` : oom;
+  }
+  return {
+    stdout: ran.stdout,
+    stderr: ran.stderr,
+    exitStatus: ran.timedOut ? TIMEOUT_EXIT_STATUS : ran.exitStatus,
+    timedOut: ran.timedOut,
+    truncated: ran.truncated,
+    sandbox: availability.kind,
+    note,
+    usage: ran.usage,
+  };
+}
+
+/**
+ * How the command is started: in bubblewrap (with the egress proxy it needs, recorded in
+ * `started` as soon as it runs), or, where the operator allows it, as a plain process.
+ */
+async function prepareLaunch(
+  request: SandboxRequest,
+  workspace: OpenedWorkspace,
+  limits: SandboxLimits,
+  availability: { kind: SandboxKind; note: string | null },
+  started: { proxy?: EgressProxy },
+): Promise<{ launch: Launch; note: string | null }> {
   if (availability.kind === 'bubblewrap') {
     const overlap = forbiddenWorkspace(workspace.path);
     if (overlap) throw new SandboxRefused(`workspace ${workspace.path} ${overlap}; it cannot be the sandbox's writable directory`);
@@ -192,45 +241,57 @@ async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspac
         if (err instanceof InputError) throw new SandboxRefused(`the worker's egress setting is invalid: ${err.message}`);
         throw err;
       }
-      proxy = await startEgressProxy({ grants: hosts, allowInternal }, identity);
+      started.proxy = await startEgressProxy({ grants: hosts, allowInternal }, identity);
     }
-    try {
-      launch = bubblewrapLaunch(request.command, workspace, identity, limits, proxy?.socketPath ?? null);
-    } catch (err) {
-      await proxy?.close();
-      throw err;
-    }
+    const launch = bubblewrapLaunch(request.command, workspace, identity, limits, started.proxy?.socketPath ?? null);
     launch.args[launch.args.lastIndexOf(request.command)] = gatedCommand(request.command, 3 + launch.files.length);
-    if (request.network && !hosts.length)
-      note = 'the connect right grants no network here: the capability names no host: objects (the command ran without network)';
-  } else {
-    if (!unsandboxedAllowed()) {
-      throw new SandboxRefused(
-        `${availability.note}; shell commands run only in the sandbox. The worker's operator may allow unsandboxed ` +
-          `commands with ${ALLOW_UNSANDBOXED}=1 (they can then read the worker's secrets, reach its database and write whatever the worker can)`,
-      );
-    }
-    console.warn(`settle sandbox: ${ALLOW_UNSANDBOXED}=1: running a shell command WITHOUT a sandbox in ${workspace.path}`);
-    launch = {
+    const note =
+      request.network && !hosts.length
+        ? 'the connect right grants no network here: the capability names no host: objects (the command ran without network)'
+        : null;
+    return { launch, note };
+  }
+  if (!unsandboxedAllowed()) {
+    throw new SandboxRefused(
+      `${availability.note}; shell commands run only in the sandbox. The worker's operator may allow unsandboxed ` +
+        `commands with ${ALLOW_UNSANDBOXED}=1 (they can then read the worker's secrets, reach its database and write whatever the worker can)`,
+    );
+  }
+  console.warn(`settle sandbox: ${ALLOW_UNSANDBOXED}=1: running a shell command WITHOUT a sandbox in ${workspace.path}`);
+  return {
+    launch: {
       file: '/bin/bash',
       args: ['-c', `${ulimitScript(limits)}; exec /bin/bash -c "$1"`, 'settle', gatedCommand(request.command, 3)],
       files: [],
-    };
-    note = `not sandboxed: ${availability.note}; allowed by ${ALLOW_UNSANDBOXED}=1`;
-  }
+    },
+    note: `not sandboxed: ${availability.note}; allowed by ${ALLOW_UNSANDBOXED}=1`,
+  };
+}
 
-  // Every process of the call in its own cgroup: totals bounded and measured (where supported).
-  let cgroup: CallCgroup | null;
-  try {
-    cgroup = createCallCgroup(limits, launch.identity);
-  } catch (err) {
-    await proxy?.close();
-    throw err;
-  }
+/** What the command did, read before its cgroup goes. */
+interface Ran {
+  stdout: string;
+  stderr: string;
+  exitStatus: number;
+  timedOut: boolean;
+  truncated: boolean;
+  usage: ResourceUsage | null;
+  oomKills: number;
+  reachedCallMemory: boolean;
+}
+
+/** Spawns the launch, lets it through its start gate, and waits for it (and its process group) to end. */
+async function launchAndWait(
+  request: SandboxRequest,
+  workspace: OpenedWorkspace,
+  launch: Launch,
+  cgroup: CallCgroup | null,
+  proxied: boolean,
+): Promise<Ran> {
   const spawned = cgroup ? joinCgroupLaunch(cgroup.procsFiles, launch.file, launch.args) : launch;
   const child = spawn(spawned.file, spawned.args, {
     cwd: launch.identity ? '/' : workspace.path,
-    env: proxy ? { ...SCRUBBED_ENV, ...PROXY_ENV } : SCRUBBED_ENV,
+    env: proxied ? { ...SCRUBBED_ENV, ...PROXY_ENV } : SCRUBBED_ENV,
     detached: true, // its own process group: the time limit kills every descendant
     // Then the start gate, then the workspace's descriptor (bubblewrap binds it and closes it).
     stdio: ['ignore', 'pipe', 'pipe', ...launch.files.map(() => 'pipe' as const), 'pipe', ...(launch.bindFd ? [workspace.fd] : [])],
@@ -242,7 +303,7 @@ async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspac
     pipe.on('error', () => {}); // bwrap failed before reading: its own error says why
     pipe.end(content);
   });
-  const started = openGate(child, 3 + launch.files.length).then((opened) => {
+  const gate = openGate(child, 3 + launch.files.length).then((opened) => {
     if (opened && child.pid !== undefined) request.onStarted?.(child.pid);
   });
   const stdout = new BoundedBuffer(MAX_OUTPUT_BYTES);
@@ -260,46 +321,19 @@ async function runInWorkspace(request: SandboxRequest, workspace: OpenedWorkspac
     child.once('error', reject);
     // 'close' waits for the pipes too: output written just before exit is not lost.
     child.once('close', (code, signal) => resolve(code ?? 128 + signalNumber(signal)));
-  })
-    .finally(() => clearTimeout(timer))
-    .catch(async (err: unknown) => {
-      await proxy?.close();
-      await cgroup?.remove();
-      throw err;
-    });
+  }).finally(() => clearTimeout(timer));
   // Whatever the command left running in its group (daemonised children) goes too.
   killGroup(child.pid!);
-  await started;
-  const usage = cgroup ? cgroup.usage() : null;
-  const oomKills = cgroup ? cgroup.oomKills() : 0;
-  const reachedCallMemory = cgroup ? cgroup.reachedCallMemory() : false;
-  await cgroup?.remove();
-  if (proxy) {
-    await proxy.close();
-    const { allowed, refused } = proxy.stats;
-    // Only refusals are news (and a note makes the observation read as an error).
-    if (refused.length)
-      note =
-        `network only through the egress proxy, to ${request.egress!.join(', ')}: ${allowed} connection(s) allowed, ` +
-        `${refused.length} refused (${refused.slice(0, 3).join('; ')})`;
-  }
-  if (oomKills) {
-    const total = reachedCallMemory
-      ? `the call reached its memory total (${limits.callMemoryMiB} MiB, SETTLE_SANDBOX_CALL_MEMORY_MIB)`
-      : `this worker's shell calls together reached their memory total (${limits.workerMemoryMiB} MiB, SETTLE_SANDBOX_WORKER_MEMORY_MIB)`;
-    const oom = `${total}: ${oomKills} process(es) killed`;
-    note = note ? `${note}; ${oom}` : oom;
-  }
-
+  await gate;
   return {
     stdout: stdout.text(),
     stderr: stderr.text(),
-    exitStatus: timedOut ? TIMEOUT_EXIT_STATUS : exitStatus,
+    exitStatus,
     timedOut,
     truncated: stdout.truncated || stderr.truncated,
-    sandbox: availability.kind,
-    note,
-    usage,
+    usage: cgroup ? cgroup.usage() : null,
+    oomKills: cgroup ? cgroup.oomKills() : 0,
+    reachedCallMemory: cgroup ? cgroup.reachedCallMemory() : false,
   };
 }
 
