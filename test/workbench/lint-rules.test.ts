@@ -363,6 +363,17 @@ describe('discriminated-unions on real catalogs', () => {
     expect(findings(tool(implied))).toEqual([]);
     const nullable = closed({ tags: { anyOf: [{ type: 'array', items: short, maxItems: 4 }, { type: 'null' }] } });
     expect(findings(tool(nullable))).toEqual([]);
+    // Notion's `parent`: a $ref to a tagged oneOf of objects, or a string.
+    const page = closed({ type: { const: 'page' }, page_id: short });
+    const space = closed({ type: { const: 'workspace' } });
+    const viaUnion = closed({ parent: { anyOf: [{ $ref: '#/$defs/Parent' }, short] } }, { $defs: { Parent: { oneOf: [page, space] } } });
+    expect(findings(tool(viaUnion))).toEqual([]);
+  });
+
+  it('leaves a union with a branch that takes any object to untyped-bag, which reports that branch', () => {
+    const anyObject = { type: 'object', additionalProperties: true };
+    const union = closed({ item: { anyOf: [closed({ text: short }), short, anyObject] } });
+    expect(rulesAt(tool(union))).toEqual([['untyped-bag', '/0/parameters/properties/item/anyOf/2/additionalProperties']]);
   });
 
   it('is silent on a union whose branches are one branch written twice, and still fires on two different untagged objects', () => {

@@ -18,6 +18,8 @@ export const checkUnions: NodeRule = (n, ctx) => {
     // A branch written twice is one branch (a redundancy, not an ambiguity between branches).
     const branches = uniqueBranches(list.map((b) => deref(ctx.tool.schema, b)));
     if (branches.length < 2 || distinctTypes(branches, ctx.tool.schema) || discriminator(branches) !== null) continue;
+    // A branch that takes any object makes the others moot: that is a bag (untyped-bag says so), not a missing tag.
+    if (branches.some(isCatchAllObject)) continue;
     out.push(
       finding(
         ctx,
@@ -142,11 +144,25 @@ function jsonTypes(schema: unknown, root: unknown, hops = 0): string[] {
   const declared = declaredTypes(schema);
   if (declared.length > 0) return declared.map((t) => (t === 'integer' ? 'number' : t));
   if (Array.isArray(schema.allOf) && schema.allOf.length === 1) return jsonTypes(deref(root, schema.allOf[0]), root, hops + 1);
+  // A union of its own (`{"oneOf": [objectA, objectB]}` behind a $ref): the types of its branches.
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const list = schema[key];
+    if (!Array.isArray(list) || list.length === 0) continue;
+    const each = list.map((b) => jsonTypes(deref(root, b), root, hops + 1));
+    return each.some((t) => t.length === 0) ? [] : [...new Set(each.flat())];
+  }
   if ('const' in schema) return [valueType(schema.const)];
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum.map(valueType);
   if (['properties', 'required', 'additionalProperties', 'patternProperties'].some((k) => k in schema)) return ['object'];
   if (['items', 'prefixItems', 'minItems', 'maxItems'].some((k) => k in schema)) return ['array'];
   return [];
+}
+
+/** `{"type": "object"}` or `{"type": "object", "additionalProperties": true}`: any object passes. */
+function isCatchAllObject(b: unknown): boolean {
+  if (!isObject(b) || !isObjectSchema(b)) return false;
+  const declares = ['properties', 'patternProperties', 'required', 'anyOf', 'oneOf', 'allOf', '$ref', 'const', 'enum'].some((k) => k in b);
+  return !declares && (b.additionalProperties === undefined || b.additionalProperties === true);
 }
 
 function valueType(v: unknown): string {
