@@ -370,6 +370,11 @@ describe('discriminated-unions on real catalogs', () => {
     expect(findings(tool(viaUnion))).toEqual([]);
   });
 
+  it('is silent on a union of overlapping strings: no tag fits a string (git_checkout: a branch name or any ref)', () => {
+    const target = { anyOf: [short, { type: 'string', pattern: '^[^-]' }] };
+    expect(findings(tool(closed({ target })))).toEqual([]);
+  });
+
   it('leaves a union with a branch that takes any object to untyped-bag, which reports that branch', () => {
     const anyObject = { type: 'object', additionalProperties: true };
     const union = closed({ item: { anyOf: [closed({ text: short }), short, anyObject] } });

@@ -20,6 +20,9 @@ export const checkUnions: NodeRule = (n, ctx) => {
     if (branches.length < 2 || distinctTypes(branches, ctx.tool.schema) || discriminator(branches) !== null) continue;
     // A branch that takes any object makes the others moot: that is a bag (untyped-bag says so), not a missing tag.
     if (branches.some(isCatchAllObject)) continue;
+    // Only objects can carry a tag: overlapping strings (a branch name or any ref) are a bounds question.
+    const types = branches.map((b) => jsonTypes(b, ctx.tool.schema));
+    if (types.every((t) => t.length > 0 && !t.includes('object'))) continue;
     out.push(
       finding(
         ctx,
