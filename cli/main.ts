@@ -13,6 +13,7 @@ import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { isRecordState, RECORD_STATES } from '../core/records';
 import { UsageError } from './usage-error';
+import { assertArgumentsUtf8 } from './argv-bytes';
 import { printable, printableValue } from './terminal-text';
 
 /** Rows `settle records` lists at most: a bigger number is a typo, and the database would refuse one past 2^63. */
@@ -71,27 +72,37 @@ program
   .requiredOption('--turn <n>', 'turn number, an integer ≥ 0', parseTurn)
   .requiredOption('--call-id <id>', 'tool-call id')
   .requiredOption('--tool <name>', 'tool name')
-  .requiredOption('--args <json>', 'arguments as a JSON object')
+  .option('--args <json>', 'arguments as a JSON object')
+  .option(
+    '--args-file <file>',
+    'read the arguments (UTF-8 JSON) from this file, or - for stdin: for arguments above the OS limit of one argument',
+  )
   .option('--secret-env <VAR>', 'keyed mode: HMAC secret read from this environment variable')
-  .action((opts: { trajectory: string; turn: number; callId: string; tool: string; args: string; secretEnv?: string }) => {
-    // Strict I-JSON (core/json-text.ts): a repeated member or a rounded number would give another call's key.
-    const args = withField(() => parseIJson(opts.args, { field: 'args' }), { args: '--args' });
-    let secret: Uint8Array | undefined;
-    if (opts.secretEnv !== undefined) {
-      const value = process.env[opts.secretEnv];
-      if (!value) throw new UsageError(`--secret-env: environment variable ${opts.secretEnv} must be set and non-empty`);
-      secret = new TextEncoder().encode(value);
-    }
-    const key = withField(
-      () =>
-        deriveKey(
-          { trajectoryId: opts.trajectory, turn: opts.turn, callId: opts.callId, tool: opts.tool, args: args as Record<string, unknown> },
-          secret,
-        ),
-      { trajectory_id: '--trajectory', turn: '--turn', call_id: '--call-id', tool: '--tool', args: '--args' },
-    );
-    console.log(key);
-  });
+  .action(
+    (opts: { trajectory: string; turn: number; callId: string; tool: string; args?: string; argsFile?: string; secretEnv?: string }) => {
+      // Bytes, strictly decoded: Node reads an invalid byte on the command line as U+FFFD, which
+      // would give `caf\xe9` and `caf\xe8` one key (cli/argv-bytes.ts).
+      assertArgumentsUtf8();
+      // Strict I-JSON (core/json-text.ts): a repeated member or a rounded number would give another call's key.
+      const argsFlag = opts.args !== undefined ? '--args' : '--args-file';
+      const args = withField(() => parseIJson(argsBytes(opts), { field: 'args' }), { args: argsFlag });
+      let secret: Uint8Array | undefined;
+      if (opts.secretEnv !== undefined) {
+        const value = process.env[opts.secretEnv];
+        if (!value) throw new UsageError(`--secret-env: environment variable ${opts.secretEnv} must be set and non-empty`);
+        secret = new TextEncoder().encode(value);
+      }
+      const key = withField(
+        () =>
+          deriveKey(
+            { trajectoryId: opts.trajectory, turn: opts.turn, callId: opts.callId, tool: opts.tool, args: args as Record<string, unknown> },
+            secret,
+          ),
+        { trajectory_id: '--trajectory', turn: '--turn', call_id: '--call-id', tool: '--tool', args: argsFlag },
+      );
+      console.log(key);
+    },
+  );
 
 program
   .command('canonicalize')
@@ -197,6 +208,22 @@ program
       }
     });
   });
+
+/**
+ * The bytes of `--args` or of the file `--args-file` names (exactly one of them). `--args` is
+ * lossless UTF-8 once assertArgumentsUtf8 has passed, so encoding it again gives the bytes the
+ * shell passed: both then meet the byte rules of canonicalize (a leading BOM is dropped).
+ */
+function argsBytes(opts: { args?: string; argsFile?: string }): Uint8Array {
+  if ((opts.args === undefined) === (opts.argsFile === undefined)) throw new UsageError('--args or --args-file: give exactly one of them');
+  if (opts.args !== undefined) return new TextEncoder().encode(opts.args);
+  const file = opts.argsFile!;
+  try {
+    return fs.readFileSync(file === '-' ? 0 : file);
+  } catch (err) {
+    throw new UsageError(`--args-file: cannot read ${file === '-' ? 'stdin' : file} (${(err as Error).message})`);
+  }
+}
 
 function parseTurn(value: string): number {
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('must be an integer ≥ 0');

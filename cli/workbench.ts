@@ -70,12 +70,13 @@ export function registerWorkbenchCommands(program: Command): void {
         else for (const f of findings) console.log(printable(formatFinding(f)));
         for (const s of skipped) console.error(printable(`settle lint: skipped ${s.name} (${s.pointer || '""'}): ${s.reason}`));
         const errors = findings.filter((f) => f.severity === 'error').length;
-        const warnings = findings.length - errors;
+        const warnings = findings.filter((f) => f.severity === 'warning').length;
+        const notes = findings.length - errors - warnings;
         const skippedText = skipped.length === 0 ? '' : `; ${plural(skipped.length, 'built-in tool')} skipped`;
         console.error(
           findings.length === 0
             ? `settle lint: no findings in ${plural(definitions.length, 'tool')}${skippedText} (${printable(source)})`
-            : `settle lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${plural(definitions.length, 'tool')}${skippedText} (${printable(source)})`,
+            : `settle lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}${notes ? `, ${plural(notes, 'note')}` : ''} in ${plural(definitions.length, 'tool')}${skippedText} (${printable(source)})`,
         );
         if (hasErrors(findings)) process.exitCode = 1;
       });

@@ -5,10 +5,11 @@
  * with an InputError naming the member path and the rule:
  *
  * - a member name that occurs twice in one object (`{"a":1,"a":2}` is not `{"a":2}`);
- * - a number that does not survive the trip text → IEEE 754 double → RFC 8785 text exactly:
+ * - a number whose decimal value is not the one RFC 8785 prints for the double it parses to:
  *   overflow (`1e400`), underflow (`1e-400` would be 0), more digits than a double holds
- *   (`9007199254740993` would be …992), and integers written as integers beyond ±(2^53−1)
- *   (I-JSON §2.2: send those as strings);
+ *   (`9007199254740993` would be …992). One rule for every notation: `100000000000000000000`
+ *   is accepted as `1e20` is (exactNumber; docs/design.md#key-derivation says why this is
+ *   stricter than RFC 8785's own examples and looser than I-JSON §2.2's integer range);
  * - a lone UTF-16 surrogate, escaped or raw (it has no UTF-8 form, so JCS cannot encode it);
  * - invalid UTF-8, for byte input (decoded with a fatal TextDecoder, never into U+FFFD);
  * - nesting deeper than `maxDepth` arrays and objects (default MAX_JSON_DEPTH).
@@ -39,16 +40,18 @@ export interface ParseOptions {
   maxDepth?: number;
   /** The name of the whole text in errors, e.g. `args` or `stdin` (default `$`). */
   field?: string;
+  /** See exactNumber: asked before an integer beyond ±(2^53−1) is accepted (default: accepted). */
+  largeIntegers?: () => boolean;
 }
 
-/** Largest integer an I-JSON number may carry exactly (2^53 − 1). */
+/** Largest integer the I-JSON §2.2 range allowed (2^53 − 1); see exactNumber's `largeIntegers`. */
 const MAX_EXACT_INTEGER = Number.MAX_SAFE_INTEGER;
 
 /** Parses strict I-JSON text (a string, or UTF-8 bytes) or throws InputError naming where and why. */
 export function parseIJson(input: string | Uint8Array, options: ParseOptions = {}): JsonValue {
   const field = options.field ?? '$';
   const text = typeof input === 'string' ? input : decodeUtf8(input, field);
-  return new Parser(text, field, options.maxDepth ?? MAX_JSON_DEPTH).parse();
+  return new Parser(text, field, options.maxDepth ?? MAX_JSON_DEPTH, options.largeIntegers).parse();
 }
 
 /**
@@ -130,28 +133,55 @@ function hex4(c: number): string {
 
 function decodeUtf8(bytes: Uint8Array, field: string): string {
   try {
-    // A leading byte order mark is dropped (RFC 8259 §8.1 allows a parser to ignore it).
+    // A leading byte order mark is dropped (RFC 8259 §8.1 allows a parser to ignore it): the same
+    // rule for every byte input (stdin, spec files, `settle key`'s arguments and argument files).
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
-    throw new InputError(field, `be valid UTF-8 (${describeInvalidUtf8(bytes)})`);
+    throw new InputError(field, `be valid UTF-8 (${describeInvalidUtf8(bytes) ?? 'an ill-formed sequence'})`);
   }
 }
 
-/** Where the first invalid byte is: the longest prefix a streaming fatal decoder accepts. */
-function describeInvalidUtf8(bytes: Uint8Array): string {
-  let lo = 0;
-  let hi = bytes.length;
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, mid), { stream: true });
-      lo = mid;
-    } catch {
-      hi = mid - 1;
+/**
+ * Where the first ill-formed UTF-8 sequence begins (Unicode Table 3-7), by the offset of its
+ * first byte: a character cut short is reported where it starts, not at the byte after it.
+ * Null for well-formed bytes.
+ */
+export function describeInvalidUtf8(bytes: Uint8Array): string | null {
+  const hex = (b: number) => `0x${b.toString(16).padStart(2, '0')}`;
+  let i = 0;
+  while (i < bytes.length) {
+    const lead = bytes[i]!;
+    if (lead < 0x80) {
+      i++;
+      continue;
     }
+    const shape = sequenceShape(lead);
+    if (shape === null) return `invalid byte ${hex(lead)} at byte offset ${i}`;
+    for (let k = 1; k < shape.length; k++) {
+      const b = bytes[i + k];
+      const [lo, hi] = k === 1 ? shape.second : [0x80, 0xbf];
+      if (b !== undefined && b >= lo && b <= hi) continue;
+      const seen = Array.from(bytes.subarray(i, i + k), hex).join(' ');
+      if (b === undefined)
+        return `truncated character at byte offset ${i}: ${seen} starts a ${shape.length}-byte sequence, then the text ends`;
+      if (b >= 0x80 && b <= 0xbf) return `invalid sequence ${seen} ${hex(b)} at byte offset ${i} (${shape.why})`;
+      return `truncated character at byte offset ${i}: ${seen} starts a ${shape.length}-byte sequence, then ${hex(b)}`;
+    }
+    i += shape.length;
   }
-  if (lo >= bytes.length) return `the text ends inside a multi-byte character`;
-  return `invalid byte 0x${bytes[lo]!.toString(16).padStart(2, '0')} at byte offset ${lo}`;
+  return null;
+}
+
+/** A lead byte's sequence length, the range its second byte must fall in, and what a byte outside it would encode. */
+function sequenceShape(lead: number): { length: number; second: [number, number]; why: string } | null {
+  if (lead >= 0xc2 && lead <= 0xdf) return { length: 2, second: [0x80, 0xbf], why: '' };
+  if (lead === 0xe0) return { length: 3, second: [0xa0, 0xbf], why: 'an overlong encoding' };
+  if (lead === 0xed) return { length: 3, second: [0x80, 0x9f], why: 'an encoded surrogate' };
+  if (lead >= 0xe1 && lead <= 0xef) return { length: 3, second: [0x80, 0xbf], why: '' };
+  if (lead === 0xf0) return { length: 4, second: [0x90, 0xbf], why: 'an overlong encoding' };
+  if (lead >= 0xf1 && lead <= 0xf3) return { length: 4, second: [0x80, 0xbf], why: '' };
+  if (lead === 0xf4) return { length: 4, second: [0x80, 0x8f], why: 'beyond U+10FFFF' };
+  return null; // a continuation byte, C0/C1 (always overlong) or F5–FF (beyond U+10FFFF)
 }
 
 type Frame =
@@ -170,6 +200,7 @@ class Parser {
     private readonly text: string,
     private readonly field: string,
     private readonly maxDepth: number,
+    private readonly largeIntegers: (() => boolean) | undefined,
   ) {}
 
   parse(): JsonValue {
@@ -324,7 +355,7 @@ class Parser {
     this.i += literal.length;
     const after = this.text[this.i];
     if (after !== undefined && /[0-9.eE+-]/.test(after)) throw this.syntax('invalid number');
-    return exactNumber(literal, path);
+    return exactNumber(literal, path, this.largeIntegers);
   }
 
   private skipWhitespace(): void {
@@ -350,19 +381,20 @@ class Parser {
 }
 
 /**
- * The number a JSON number literal denotes, if an IEEE 754 double holds exactly that decimal
- * value as RFC 8785 will print it; otherwise an InputError saying what would have happened.
+ * The number a JSON number literal denotes, if that decimal value is exactly the one RFC 8785
+ * prints for the double it parses to (ECMAScript's shortest round-trip form), in any notation:
+ * `1e20`, `100000000000000000000` and `1.0e20` alike. Each double has one such decimal value, so
+ * no two numbers accepted here share a key. Refused, with an InputError saying what would have
+ * happened: text a double would round (`333333333.33333329`, `9007199254740993`), overflow and
+ * underflow. The comparison is on decimal digits and a BigInt exponent, never on floats.
+ *
+ * `largeIntegers` is asked only for an integer written without a fraction or exponent beyond
+ * ±(2^53−1) that passes that rule (the I-JSON §2.2 range refused such integers before); when it
+ * says no, the integer is refused as it was. Workflow code passes a patch check there.
  */
-export function exactNumber(literal: string, field: string): number {
+export function exactNumber(literal: string, field: string, largeIntegers?: () => boolean): number {
   const value = Number(literal);
   if (!Number.isFinite(value)) throw new InputError(field, `be within the range of an IEEE 754 double (${literal} overflows)`);
-  const isIntegerLiteral = !/[.eE]/.test(literal);
-  if (isIntegerLiteral && !Number.isSafeInteger(value)) {
-    throw new InputError(
-      field,
-      `be an integer from -${MAX_EXACT_INTEGER} to ${MAX_EXACT_INTEGER} (got ${literal}, which a double holds only approximately; send larger integers as strings)`,
-    );
-  }
   const written = decimal(literal);
   const printed = decimal(String(value)); // ECMAScript's Number::toString, which RFC 8785 prints
   if (
@@ -370,6 +402,12 @@ export function exactNumber(literal: string, field: string): number {
     written.exponent === printed.exponent &&
     (written.negative === printed.negative || value === 0)
   ) {
+    if (largeIntegers !== undefined && !/[.eE]/.test(literal) && !Number.isSafeInteger(value) && !largeIntegers()) {
+      throw new InputError(
+        field,
+        `be an integer from -${MAX_EXACT_INTEGER} to ${MAX_EXACT_INTEGER} (got ${literal}, which a double holds only approximately; send larger integers as strings)`,
+      );
+    }
     return value;
   }
   if (value === 0) throw new InputError(field, `be representable as an IEEE 754 double (${literal} underflows to 0)`);
@@ -398,9 +436,9 @@ function decimal(text: string): { negative: boolean; digits: string; exponent: b
  * number, deep nesting); when it says no, the text is parsed as before. Workflow code passes a
  * patch check there, so a history recorded before strict parsing replays exactly as it ran.
  */
-export function parseToolArguments(text: string, strict: () => boolean): JsonValue {
+export function parseToolArguments(text: string, strict: () => boolean, largeIntegers?: () => boolean): JsonValue {
   try {
-    return parseIJson(text, { field: 'args' });
+    return parseIJson(text, { field: 'args', ...(largeIntegers ? { largeIntegers } : {}) });
   } catch (err) {
     let legacy: JsonValue;
     try {

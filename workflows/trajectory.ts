@@ -16,6 +16,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -64,6 +65,12 @@ export * from './definitions';
 const DEFAULT_MODEL_TURNS = 20;
 /** Model arguments parsed as strict I-JSON (core/json-text.ts); histories from before parsed them with JSON.parse. */
 const PATCH_STRICT_TOOL_ARGUMENTS = 'strict-tool-arguments-v1';
+/**
+ * Integers beyond ±(2^53−1) that a double holds exactly (`100000000000000000000`) are accepted, as
+ * `1e20` is (core/json-text.ts exactNumber); histories from before refused them. Asked only for such
+ * an integer, so a run records its marker only when it meets one. Not implied by settle-2026-12.
+ */
+const PATCH_EXACT_LARGE_INTEGERS = 'exact-large-integers-v1';
 /** Ids `<x>/sub-<n>` are refused unless x started them as its child (core/trajectory-ids.ts). */
 const PATCH_RESERVE_CHILD_IDS = 'reserve-child-ids-v1';
 
@@ -257,7 +264,11 @@ async function runModelCall(ctx: CallContext, turn: number, c: ChatToolCall, ref
     problem = { field: 'args', rule: refusal.replace(/^args must /, ''), message: refusal };
   } else {
     try {
-      args = parseToolArguments(c.function.arguments, () => ctx.state.patches.has(PATCH_STRICT_TOOL_ARGUMENTS));
+      args = parseToolArguments(
+        c.function.arguments,
+        () => ctx.state.patches.has(PATCH_STRICT_TOOL_ARGUMENTS),
+        () => patched(PATCH_EXACT_LARGE_INTEGERS),
+      );
     } catch (err) {
       const refused = err as InputError;
       problem = { field: refused.field, rule: refused.rule, message: refused.message };

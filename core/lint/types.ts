@@ -1,7 +1,10 @@
 /** The vocabulary of the tool-definition linter: what a finding is and what it is about. */
 
-/** `error`: the definition breaks a schema rule; `warning`: an anti-pattern worth a second look. */
-export type Severity = 'error' | 'warning';
+/**
+ * `error`: the definition breaks a schema rule; `warning`: an anti-pattern worth a second look;
+ * `info`: a note that is no defect of what a call can send (never fails the lint).
+ */
+export type Severity = 'error' | 'warning' | 'info';
 
 export const RULE_IDS = [
   // The five schema rules of the source text (docs/design.md#typed-tool-interface).
@@ -16,8 +19,10 @@ export const RULE_IDS = [
   'untyped-bag',
   'whole-file-rewrite',
   'json-schema-2020-12',
-  // Every $ref resolves inside the schema (issue 13).
+  // Every $ref resolves inside the schema.
   'resolvable-refs',
+  // Definitions no argument can reach through $ref: one note per catalog, never linted.
+  'unreachable-definitions',
 ] as const;
 
 export type RuleId = (typeof RULE_IDS)[number];

@@ -40,7 +40,12 @@ const MAP_KEYS = ['patternProperties', 'dependentSchemas'] as const;
 
 export function* walkSchema(schema: unknown, pointer: string, role: SchemaRole = 'root', name?: string, depth = 1): Generator<SchemaNode> {
   if (depth > MAX_SCHEMA_DEPTH && (typeof schema === 'boolean' || isObject(schema))) {
-    throw new InputError(pointer || '/', `nest sub-schemas at most ${MAX_SCHEMA_DEPTH} levels deep (settle lint's limit)`);
+    // The pointer of a deep node is long: its start and its end say where.
+    const at =
+      pointer.length <= 160
+        ? pointer
+        : `${pointer.slice(0, pointer.lastIndexOf('/', 80))}…${pointer.slice(pointer.indexOf('/', pointer.length - 60))}`;
+    throw new InputError(at || '/', `nest sub-schemas at most ${MAX_SCHEMA_DEPTH} levels deep (settle lint's limit)`);
   }
   if (typeof schema === 'boolean') {
     yield { node: schema, pointer, role, ...(name === undefined ? {} : { name }) };

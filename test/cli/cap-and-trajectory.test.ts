@@ -230,10 +230,15 @@ describe('settle start / status', () => {
       `{"trajectoryId":"x","workspace":"${ws}","turns":[{"turn":0,"calls":[{"call_id":"v","tool":"file_view","args":${args}}]}]}`;
     const cases: [string | Buffer, string][] = [
       [turns(`{"path":"${ws}/a","path":"${ws}/b"}`), 'settle: spec.turns[0].calls[0].args.path must occur only once in its object'],
-      [turns(`{"path":"${ws}/a","offset":9007199254740993}`), 'settle: spec.turns[0].calls[0].args.offset must be an integer from'],
+      [turns(`{"path":"${ws}/a","offset":9007199254740993}`), 'settle: spec.turns[0].calls[0].args.offset must round-trip exactly'],
       [
         Buffer.concat([Buffer.from(turns(`{"path":"${ws}/`)), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
         'settle: spec must be valid UTF-8',
+      ],
+      // Latin-1 é: refused at the offset of its byte, never read as U+FFFD (which would give caf\xe9 and caf\xe8 one key).
+      [
+        Buffer.concat([Buffer.from(turns(`{"path":"${ws}/caf`)), Buffer.from([0xe9]), Buffer.from('.txt"}')]),
+        `settle: spec must be valid UTF-8 (truncated character at byte offset ${Buffer.byteLength(turns(`{"path":"${ws}/caf`))}: 0xe9 starts a 3-byte sequence, then 0x2e)`,
       ],
     ];
     for (const [content, message] of cases) {

@@ -2,6 +2,9 @@
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { deriveKey } from '../../core/key';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { runSettle as settle, SETTLE_BIN } from '../support/cli';
 import { openTestDb, testStore, uniqueId } from '../support/env';
@@ -10,6 +13,24 @@ import { openDatabase } from '../../activities/store/database';
 const db = openTestDb(2);
 const store = testStore(db);
 afterAll(() => db.destroy());
+
+/**
+ * Runs settle with each argument given as a printf %b format, so an argument can carry bytes that
+ * are not UTF-8 (spawn encodes every string argument as UTF-8).
+ */
+function settleWithBytes(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const script = `exec "$NODE" "$SETTLE" ${args.map((_, i) => `"$(printf '%b' "\${${i + 1}}")"`).join(' ')}`;
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', script, 'settle', ...args], { env: { ...process.env, NODE: process.execPath, SETTLE: SETTLE_BIN } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end();
+  });
+}
 
 describe('settle key', () => {
   const argv = ['key', '--trajectory', 't-1', '--turn', '2', '--call-id', 'call_9', '--tool', 'file_edit', '--args'];
@@ -45,7 +66,10 @@ describe('settle key', () => {
     [['--args', '[1]'], /--args must be a JSON object \(got array\)/],
     [['--args', '{"a":'], /--args must be valid JSON \(unexpected end of the text/],
     [['--args', '{"a":1,"a":2}'], /^settle: --args \(args\.a\) must occur only once in its object \(member name "a" repeated/],
-    [['--args', '{"id":9007199254740993}'], /^settle: --args \(args\.id\) must be an integer from -9007199254740991 to 9007199254740991/],
+    [
+      ['--args', '{"id":9007199254740993}'],
+      /^settle: --args \(args\.id\) must round-trip exactly .*9007199254740993 would be read as 9007199254740992/,
+    ],
     [['--args', '{"x":1e-400}'], /^settle: --args \(args\.x\) must be representable as an IEEE 754 double \(1e-400 underflows to 0\)/],
     [['--args', '{"s":"\\ud800"}'], /--args \(args\.s\) must contain no lone surrogate/],
     [['--call-id', ''], /--call-id must be non-empty/],
@@ -80,6 +104,100 @@ describe('settle key', () => {
     const r = await settle(['key', '--trajectory', 't']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/required option/);
+    const neither = await settle(argv.slice(0, -1));
+    expect(neither.code).toBe(2);
+    expect(neither.stderr.trim()).toBe('settle: --args or --args-file: give exactly one of them');
+  });
+
+  it('gives no key for command-line bytes that are not UTF-8 (Node would read each as U+FFFD), naming the first bad byte', async () => {
+    const pathArgs = (byte: string) => `{"path":"caf${byte}.txt"}`;
+    for (const byte of ['\\xe9', '\\xe8']) {
+      const r = await settleWithBytes([...argv, pathArgs(byte)]);
+      expect(r).toMatchObject({ code: 2, stdout: '' });
+      expect(r.stderr.trim()).toBe(
+        `settle: --args must be valid UTF-8 (truncated character at byte offset 12: 0x${byte.slice(2)} starts a 3-byte sequence, then 0x2e)`,
+      );
+    }
+    for (const byte of ['\\xff', '\\xfe']) {
+      const r = await settleWithBytes([...argv, pathArgs(byte)]);
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim()).toBe(`settle: --args must be valid UTF-8 (invalid byte 0x${byte.slice(2)} at byte offset 12)`);
+    }
+    const inline = await settleWithBytes([...argv.slice(0, -1), `--args={"p":"\\xe9"}`]);
+    expect(inline.stderr.trim()).toMatch(/^settle: --args must be valid UTF-8 \(truncated character at byte offset 6:/);
+    const badId = await settleWithBytes([
+      'key',
+      '--trajectory',
+      't\\xe9',
+      '--turn',
+      '0',
+      '--call-id',
+      'c',
+      '--tool',
+      'file_edit',
+      '--args',
+      '{}',
+    ]);
+    expect(badId.code).toBe(2);
+    expect(badId.stderr.trim()).toBe(
+      'settle: --trajectory must be valid UTF-8 (truncated character at byte offset 1: 0xe9 starts a 3-byte sequence, then the text ends)',
+    );
+    // A real U+FFFD (EF BF BD) is text like any other: it gets its own key.
+    const replacement = await settleWithBytes([...argv, pathArgs('\\xef\\xbf\\xbd')]);
+    expect(replacement.code).toBe(0);
+    expect(replacement.stdout.trim()).toBe(
+      deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args: { path: 'caf\ufffd.txt' } }),
+    );
+  });
+
+  it('reads --args-file FILE or - as bytes: arguments above the 128 KiB limit of one command-line argument', async () => {
+    const args = { path: '/ws/big', content: 'x'.repeat(300 * 1024) };
+    const expected = deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args }) + '\n';
+    const file = path.join(os.tmpdir(), `settle-args-${process.pid}.json`);
+    fs.writeFileSync(file, JSON.stringify(args));
+    try {
+      expect(await settle([...argv.slice(0, -1), '--args-file', file])).toMatchObject({ code: 0, stdout: expected });
+      expect(await settle([...argv.slice(0, -1), '--args-file', '-'], { input: JSON.stringify(args) })).toMatchObject({
+        code: 0,
+        stdout: expected,
+      });
+      fs.writeFileSync(file, Buffer.from([...Buffer.from('{"path":"caf'), 0xe9, ...Buffer.from('.txt"}')]));
+      const latin1 = await settle([...argv.slice(0, -1), '--args-file', file]);
+      expect(latin1.code).toBe(2);
+      expect(latin1.stderr.trim()).toBe(
+        'settle: --args-file must be valid UTF-8 (truncated character at byte offset 12: 0xe9 starts a 3-byte sequence, then 0x2e)',
+      );
+      const both = await settle([...argv, '{}', '--args-file', file]);
+      expect(both.code).toBe(2);
+      expect(both.stderr.trim()).toBe('settle: --args or --args-file: give exactly one of them');
+      const missing = await settle([...argv.slice(0, -1), '--args-file', `${file}.missing`]);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr.trim()).toMatch(/^settle: --args-file: cannot read .*\.missing \(ENOENT/);
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
+  });
+
+  it('follows the byte rules of canonicalize: a leading byte order mark is dropped, as there', async () => {
+    const plain = await settle([...argv, '{"a":1}']);
+    expect(plain.code).toBe(0);
+    expect(await settle([...argv, '\ufeff{"a":1}'])).toMatchObject({ code: 0, stdout: plain.stdout });
+    expect(await settle([...argv.slice(0, -1), '--args-file', '-'], { input: '\ufeff{"a":1}' })).toMatchObject({
+      code: 0,
+      stdout: plain.stdout,
+    });
+    expect((await settle(['canonicalize'], { input: '\ufeff{"a":1}' })).stdout).toBe('{"a":1}\n');
+  });
+
+  it('accepts any notation of a number a double holds exactly as RFC 8785 prints it, and refuses text it would round', async () => {
+    const key = async (n: string) => (await settle([...argv, `{"n":${n}}`])).stdout.trim();
+    const big = await key('100000000000000000000');
+    expect(big).toMatch(/^[0-9a-f]{64}$/);
+    expect(await key('1e20')).toBe(big);
+    expect(await key('9007199254740992')).toBe(await key('9007199254740992.0'));
+    const rounded = await settle([...argv, '{"n":333333333.33333329}']);
+    expect(rounded.code).toBe(2);
+    expect(rounded.stderr.trim()).toMatch(/^settle: --args \(args\.n\) must round-trip exactly .* would be read as 333333333\.3333333;/);
   });
 });
 
@@ -105,9 +223,14 @@ describe('settle canonicalize', () => {
   it('refuses what would silently change the value: repeated members, rounded numbers, invalid UTF-8, deep nesting (exit 2)', async () => {
     const cases: [string | Buffer, RegExp][] = [
       ['{"a":1,"a":2}', /^settle: stdin\.a must occur only once in its object/],
-      ['[9007199254740993]', /^settle: stdin\[0\] must be an integer from/],
+      ['[9007199254740993]', /^settle: stdin\[0\] must round-trip exactly/],
       ['[1e-400]', /^settle: stdin\[0\] must be representable as an IEEE 754 double \(1e-400 underflows to 0\)/],
       [Buffer.from([0x22, 0x61, 0xff, 0x22]), /^settle: stdin must be valid UTF-8 \(invalid byte 0xff at byte offset 2\)$/],
+      // A character cut short is reported at its first byte (0xc3), not at the byte after it.
+      [
+        Buffer.from([0x22, 0x61, 0xc3, 0x22]),
+        /^settle: stdin must be valid UTF-8 \(truncated character at byte offset 2: 0xc3 starts a 2-byte sequence, then 0x22\)$/,
+      ],
       ['['.repeat(2000) + ']'.repeat(2000), /^settle: stdin(\[0\]){64} must nest arrays and objects at most 64 levels deep$/],
     ];
     for (const [input, message] of cases) {

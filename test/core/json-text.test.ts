@@ -17,11 +17,11 @@ const keyOfText = (text: string) => keyOf(parseIJson(text, { field: 'args' }));
 // ---------------------------------------------------------------------------------------------
 // I-JSON values and the many texts that denote each of them.
 
-/** A double that some JSON text denotes exactly (its shortest form is not an integer literal past 2^53 − 1). */
+/** Any finite double: its shortest form is a JSON text that denotes it exactly, in every notation. */
 const ijsonNumber = fc.oneof(
   fc.integer({ min: -MAX_SAFE, max: MAX_SAFE }),
   fc.integer({ min: -1000, max: 1000 }),
-  fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !(Number.isInteger(d) && Math.abs(d) > MAX_SAFE && Math.abs(d) < 1e21)),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
 );
 const ijsonString = fc.oneof(
   fc.string({ maxLength: 8 }),
@@ -163,8 +163,7 @@ function mutate(v: JsonValue, r: Style): JsonValue {
     return { ...v, [k]: mutate(v[k]!, r) };
   }
   if (typeof v === 'number') {
-    const m = [v + 1, -v, v / 3, v * 1e-10, 0][r.nextInt(0, 4)]!;
-    return Number.isInteger(m) && Math.abs(m) > MAX_SAFE && Math.abs(m) < 1e21 ? 0 : m;
+    return [v + 1, -v, v / 3, v * 1e-10, 0][r.nextInt(0, 4)]!;
   }
   if (typeof v === 'string') return [v + 'x', Array.from(v).slice(1).join(''), v.toUpperCase(), ''][r.nextInt(0, 3)]!;
   return [null, true, false, 0, ''][r.nextInt(0, 4)]!;
@@ -246,6 +245,13 @@ describe('parseIJson reads JSON exactly as JSON.parse does', () => {
     ['0.000000000000000000000000001', 1e-27],
     ['9007199254740991', MAX_SAFE],
     ['-9007199254740991', -MAX_SAFE],
+    ['9007199254740992', 2 ** 53],
+    ['9007199254740992.0', 2 ** 53],
+    ['-9007199254740994', -(2 ** 53 + 2)],
+    ['100000000000000000000', 1e20],
+    ['1e20', 1e20],
+    ['1152921504606847000', 2 ** 60], // 2^60 as RFC 8785 prints it
+    ['1000000000000000000000', 1e21],
     ['9.007199254740992e15', 2 ** 53],
     ['5e-324', 5e-324],
     ['1.7976931348623157e308', Number.MAX_VALUE],
@@ -265,10 +271,13 @@ describe('parseIJson refuses what would let two different calls share a key', ()
     ['{"a":1,"a":1}', 'args.a', /^occur only once/],
     ['{"a":1,"\\u0061":2}', 'args.a', /^occur only once/],
     ['{"x":[{"b c":0,"b c":0}]}', 'args.x[0]["b c"]', /^occur only once/],
-    ['{"id":9007199254740992}', 'args.id', /^be an integer from -9007199254740991 to 9007199254740991 \(got 9007199254740992/],
-    ['{"id":9007199254740993}', 'args.id', /^be an integer from/],
-    ['{"id":-9007199254740993}', 'args.id', /^be an integer from/],
-    ['{"id":12345678901234567890123}', 'args.id', /^be an integer from/],
+    ['{"id":9007199254740993}', 'args.id', /^round-trip exactly .*9007199254740993 would be read as 9007199254740992;/],
+    ['{"id":-9007199254740993}', 'args.id', /^round-trip exactly/],
+    ['{"id":12345678901234567890123}', 'args.id', /^round-trip exactly .* would be read as 1\.2345678901234568e\+22/],
+    // The exact value of the double nearest 1e23: RFC 8785 prints that double as 1e+23, so only that decimal value is accepted.
+    ['{"id":99999999999999991611392}', 'args.id', /^round-trip exactly .* would be read as 1e\+23/],
+    // Likewise 2^60's binary value: accepting it besides 1152921504606847000 would give two numbers one key.
+    ['{"id":1152921504606846976}', 'args.id', /^round-trip exactly .* would be read as 1152921504606847000;/],
     ['{"x":9007199254740993.0}', 'args.x', /^round-trip exactly .*9007199254740993\.0 would be read as 9007199254740992/],
     ['{"x":9.007199254740993e15}', 'args.x', /^round-trip exactly/],
     ['{"x":0.10000000000000001}', 'args.x', /^round-trip exactly .* would be read as 0\.1;/],
@@ -301,11 +310,24 @@ describe('parseIJson refuses what would let two different calls share a key', ()
   it.each([
     [[0x7b, 0x7d, 0xff], 'invalid byte 0xff at byte offset 2'],
     [[0x22, 0xc0, 0xaf, 0x22], 'invalid byte 0xc0 at byte offset 1'], // overlong "/"
-    [[0x22, 0xed, 0xa0, 0x80, 0x22], 'invalid byte 0xa0 at byte offset 2'], // an encoded surrogate: ED is fine, A0 after it is not
-    [[0x22, 0xe2, 0x82], 'the text ends inside a multi-byte character'],
+    [[0x22, 0x80, 0x22], 'invalid byte 0x80 at byte offset 1'], // a continuation byte with no lead
+    [[0x22, 0xed, 0xa0, 0x80, 0x22], 'invalid sequence 0xed 0xa0 at byte offset 1 (an encoded surrogate)'],
+    [[0x22, 0xe0, 0x80, 0x80, 0x22], 'invalid sequence 0xe0 0x80 at byte offset 1 (an overlong encoding)'],
+    [[0x22, 0xf4, 0x90, 0x80, 0x80, 0x22], 'invalid sequence 0xf4 0x90 at byte offset 1 (beyond U+10FFFF)'],
+    // A character cut short is reported where it starts, not at the byte after it.
+    [[0x22, 0x63, 0x61, 0x66, 0xe9, 0x2e, 0x22], 'truncated character at byte offset 4: 0xe9 starts a 3-byte sequence, then 0x2e'],
+    [[0x22, 0xf0, 0x9f, 0x98, 0x22], 'truncated character at byte offset 1: 0xf0 0x9f 0x98 starts a 4-byte sequence, then 0x22'],
+    [[0x22, 0xe2, 0x82], 'truncated character at byte offset 1: 0xe2 0x82 starts a 3-byte sequence, then the text ends'],
   ])('refuses invalid UTF-8 bytes %j (never U+FFFD)', (bytes, where) => {
     const err = refusal(() => parseIJson(new Uint8Array(bytes), { field: 'stdin' }));
     expect(err.message).toBe(`stdin must be valid UTF-8 (${where})`);
+  });
+
+  it('gives Latin-1 bytes no key: caf\\xe9, caf\\xe8 and caf\\ufffd are not one value', () => {
+    const latin1 = (byte: number) => new Uint8Array([...Buffer.from('{"path":"caf'), byte, ...Buffer.from('.txt"}')]);
+    for (const byte of [0xe9, 0xe8, 0xff, 0xfe])
+      expect(refusal(() => parseIJson(latin1(byte), { field: 'args' })).rule).toMatch(/^be valid UTF-8/);
+    expect(parseIJson(new TextEncoder().encode('{"path":"caf\ufffd.txt"}'))).toEqual({ path: 'caf\ufffd.txt' });
   });
 
   it('decodes UTF-8 bytes, dropping a leading byte order mark', () => {
@@ -376,6 +398,11 @@ describe('keys of argument texts', () => {
     expect(() => keyOfText('{"a":1,"a":2}')).toThrow(/args\.a must occur only once/);
     expect(keyOfText('{"id":9007199254740991}')).not.toBe(keyOfText('{"id":9007199254740990}'));
     expect(() => keyOfText('{"id":9007199254740993}')).toThrow(InputError);
+    // One number rule in every notation: the texts of one decimal value share a key; a text a double would round has none.
+    const twentyZeros = keyOfText('{"n":100000000000000000000}');
+    for (const t of ['1e20', '1E+20', '1.0e20', '100000000000000000000.000', '0.1e21']) expect(keyOfText(`{"n":${t}}`)).toBe(twentyZeros);
+    expect(keyOfText('{"n":9007199254740992}')).toBe(keyOfText('{"n":9007199254740992.0}'));
+    expect(() => keyOfText('{"n":333333333.33333329}')).toThrow(/round-trip exactly/);
     expect(() => keyOfText('{"x":1e-400}')).toThrow(/underflows to 0/);
   });
 });
@@ -389,6 +416,23 @@ describe('parseToolArguments (the model adapter)', () => {
     expect(() => parseToolArguments('{"a":1,"a":2}', strict('duplicate'))).toThrow(/^args\.a must occur only once/);
     expect(() => parseToolArguments(nested(100), strict('deep'))).toThrow(/must nest arrays and objects at most 64 levels deep/);
     expect(asked).toEqual(['duplicate', 'deep']);
+  });
+
+  it('asks before accepting an integer beyond 2^53 − 1, which histories from before refused', () => {
+    const asked: string[] = [];
+    const large = (answer: boolean) => () => (asked.push(String(answer)), answer);
+    expect(parseToolArguments('{"n":100000000000000000000}', () => true, large(true))).toEqual({ n: 1e20 });
+    expect(() => parseToolArguments('{"n":100000000000000000000}', () => true, large(false))).toThrow(
+      /^args\.n must be an integer from -9007199254740991 to 9007199254740991/,
+    );
+    // Not asked where the answer changes nothing: safe integers, other notations, rounded text.
+    expect(parseToolArguments('{"n":9007199254740991,"m":1e20,"k":9007199254740992.0}', () => true, large(false))).toEqual({
+      n: MAX_SAFE,
+      m: 1e20,
+      k: 2 ** 53,
+    });
+    expect(() => parseToolArguments('{"n":9007199254740993}', () => true, large(true))).toThrow(/round-trip exactly/);
+    expect(asked).toEqual(['true', 'false']);
   });
 
   it('parses as before when the history predates strict parsing', () => {

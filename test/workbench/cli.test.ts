@@ -103,7 +103,7 @@ describe('settle lint', () => {
       expect(r.stdout).toBe('');
       expect(oneLine(r.stderr)).toMatch(
         levels < 200
-          ? /^settle: stdin: \/0\/parameters(\/items)+ must nest sub-schemas at most 64 levels deep/
+          ? /^settle: stdin: \/0\/parameters(\/items)+…(\/items)+ must nest sub-schemas at most 64 levels deep/
           : /^settle: stdin: the document must nest arrays and objects at most 256 levels deep/,
       );
     }

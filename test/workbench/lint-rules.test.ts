@@ -134,7 +134,18 @@ describe('rule 4: explicit units, counts and index bases', () => {
     ['start_line', 'index-base'],
     ['column', 'index-base'],
   ] as const)('%s without a unit, count noun or base fires %s', (name, rule) => {
-    expect(rulesAt(tool(closed({ [name]: num('How far to go.') })))).toEqual([[rule, `/0/parameters/properties/${name}`]]);
+    // A minimum of -1000: a position's least value would state its base (see below).
+    const schema = { ...num('How far to go.'), minimum: -1000 };
+    expect(rulesAt(tool(closed({ [name]: schema })))).toEqual([[rule, `/0/parameters/properties/${name}`]]);
+  });
+
+  it.each([
+    ['offset', { minimum: 0 }, 'How far to go.'],
+    ['line', { minimum: 1 }, 'Where to start.'],
+    ['start_index', { minimum: -1000 }, 'Where to start (default 0).'],
+    ['column', { minimum: -1000, default: 0 }, 'Where to start.'],
+  ])('%s with %j and %j states its base: silent', (name, bound, description) => {
+    expect(findings(tool(closed({ [name]: { ...num(description), ...bound } })))).toEqual([]);
   });
 
   it.each([
@@ -300,5 +311,135 @@ describe('document formats', () => {
   ])('refuses %j with an InputError', (doc, message) => {
     expect(() => lintDocument(doc)).toThrow(InputError);
     expect(() => lintDocument(doc)).toThrow(message);
+  });
+});
+
+describe('what a call can reach', () => {
+  const bag = { type: 'object' }; // an untyped bag: a defect wherever a call can reach it
+  const defs = { Used: closed({ name: short }), Bag: bag, Loose: { type: 'string' } };
+
+  it('lints only the definitions a call reaches through $ref; the rest get one note for the whole catalog', () => {
+    const catalog = [
+      { name: 'a', description: 'A.', parameters: closed({ x: { $ref: '#/$defs/Used' } }, { $defs: defs }) },
+      { name: 'b', description: 'B.', parameters: closed({ y: short }, { $defs: defs }) },
+    ];
+    const all = findings(catalog);
+    expect(all.filter((f) => f.severity !== 'info')).toEqual([]);
+    expect(all.filter((f) => f.severity === 'info')).toEqual([
+      {
+        severity: 'info',
+        rule: 'unreachable-definitions',
+        tool: 'a',
+        pointer: '/0/parameters/$defs/Bag',
+        message: '5 definitions in 2 tools no argument reaches through $ref (not linted; the first is here)',
+        hint: 'remove the definitions a tool does not use, so its schema carries only what its arguments need',
+      },
+    ]);
+  });
+
+  it('follows $refs transitively, through anchors and recursion, and still lints what they reach', () => {
+    const chained = closed(
+      { x: { $ref: '#/$defs/Outer' }, z: { $ref: '#leaf' } },
+      {
+        $defs: {
+          Outer: closed({ inner: { $ref: '#/$defs/Bag' }, self: { $ref: '#/$defs/Outer' } }),
+          Bag: bag,
+          Leaf: { $anchor: 'leaf', type: 'string' },
+        },
+      },
+    );
+    expect(rulesAt(tool(chained))).toEqual([
+      ['untyped-bag', '/0/parameters/$defs/Bag'],
+      ['bounded-types', '/0/parameters/$defs/Leaf'],
+    ]);
+  });
+});
+
+describe('discriminated-unions on real catalogs', () => {
+  it('is silent on branches of different JSON types, also when a branch is behind a $ref or implies its type', () => {
+    const parent = closed({ parent: { anyOf: [{ $ref: '#/$defs/Ref' }, short] } }, { $defs: { Ref: closed({ id: short }) } });
+    expect(findings(tool(parent))).toEqual([]);
+    const implied = closed({ parent: { oneOf: [{ properties: { id: short }, required: ['id'], additionalProperties: false }, short] } });
+    expect(findings(tool(implied))).toEqual([]);
+    const nullable = closed({ tags: { anyOf: [{ type: 'array', items: short, maxItems: 4 }, { type: 'null' }] } });
+    expect(findings(tool(nullable))).toEqual([]);
+    // Notion's `parent`: a $ref to a tagged oneOf of objects, or a string.
+    const page = closed({ type: { const: 'page' }, page_id: short });
+    const space = closed({ type: { const: 'workspace' } });
+    const viaUnion = closed({ parent: { anyOf: [{ $ref: '#/$defs/Parent' }, short] } }, { $defs: { Parent: { oneOf: [page, space] } } });
+    expect(findings(tool(viaUnion))).toEqual([]);
+  });
+
+  it('is silent on a union of overlapping strings: no tag fits a string (git_checkout: a branch name or any ref)', () => {
+    const target = { anyOf: [short, { type: 'string', pattern: '^[^-]' }] };
+    expect(findings(tool(closed({ target })))).toEqual([]);
+  });
+
+  it('leaves a union with a branch that takes any object to untyped-bag, which reports that branch', () => {
+    const anyObject = { type: 'object', additionalProperties: true };
+    const union = closed({ item: { anyOf: [closed({ text: short }), short, anyObject] } });
+    expect(rulesAt(tool(union))).toEqual([['untyped-bag', '/0/parameters/properties/item/anyOf/2/additionalProperties']]);
+  });
+
+  it('is silent on a union whose branches are one branch written twice, and still fires on two different untagged objects', () => {
+    expect(findings(tool(closed({ name: { anyOf: [short, short] } })))).toEqual([]);
+    const twoObjects = closed({ target: { anyOf: [closed({ path: short }), closed({ path: short }), closed({ url: short })] } });
+    expect(rulesAt(tool(twoObjects))).toEqual([['discriminated-unions', '/0/parameters/properties/target/anyOf']]);
+  });
+
+  it('catches a required type enum whose values each select a same-named field, with the text inside anyOf', () => {
+    const block = (kind: string) => ({
+      anyOf: [{ ...short, description: `The ${kind} content, for a ${kind} block.` }, { type: 'null' }],
+    });
+    const flat = closed(
+      { type: { anyOf: [{ enum: ['text', 'image'] }] }, text: block('text'), image: block('image') },
+      { required: ['type'] },
+    );
+    expect(rulesAt(tool(flat))).toEqual([['discriminated-unions', '/0/parameters/properties/type']]);
+    const byName = closed(
+      { type: { enum: ['text', 'image'] }, text: { anyOf: [short, { type: 'null' }] }, image: short },
+      { required: ['type'] },
+    );
+    expect(rulesAt(tool(byName))).toEqual([['discriminated-unions', '/0/parameters/properties/type']]);
+    // An enum whose values name no fields and tie none: no union implied.
+    const plain = closed({ type: { enum: ['fast', 'slow'] }, text: short }, { required: ['type'] });
+    expect(findings(tool(plain))).toEqual([]);
+  });
+});
+
+describe('required-fields in the tool description', () => {
+  const rename = (description: string) => [
+    { name: 'rename_user', description, parameters: closed({ user_id: short, new_name: short }, { required: ['user_id'] }) },
+  ];
+
+  it('fires when the tool description says a field is required and required does not list it', () => {
+    const all = findings(rename('Renames a user. Both `user_id` and `new_name` are required.'));
+    expect(all.map((f) => [f.rule, f.pointer])).toEqual([['required-fields', '/0/parameters/properties/new_name']]);
+    expect(all[0]!.message).toBe(
+      'the tool description calls "new_name" required ("Both `user_id` and `new_name` are required."), but it is not in required',
+    );
+  });
+
+  it('is silent on a mode-specific or conditional requirement, a choice, and a field required already', () => {
+    expect(findings(rename('Renames or disables a user. `new_name` is required for rename.'))).toEqual([]);
+    expect(findings(rename('Renames a user. `new_name` is required when renaming.'))).toEqual([]);
+    expect(findings(rename('Renames a user. Either `user_id` or `new_name` is required.'))).toEqual([]);
+    expect(findings(rename('Renames a user. `user_id` is required.'))).toEqual([]);
+  });
+});
+
+describe('definitions the linter cannot read as a schema', () => {
+  it('reports "inputSchema": null in one clear line, not a JavaScript error', () => {
+    const all = findings({ tools: [{ name: 'n', description: 'N.', inputSchema: null }] });
+    expect(all).toEqual([
+      {
+        severity: 'error',
+        rule: 'json-schema-2020-12',
+        tool: 'n',
+        pointer: '/tools/0/inputSchema',
+        message: 'the argument schema is null, not a JSON Schema (an object or a boolean): its arguments are not checked',
+        hint: 'publish an object schema with typed properties and "additionalProperties": false',
+      },
+    ]);
   });
 });

@@ -21,6 +21,19 @@ const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false
 export const checkDialect: ToolRule = (ctx) => {
   const { tool } = ctx;
   if (tool.schema === undefined) return []; // reported as an untyped bag
+  if (typeof tool.schema !== 'boolean' && !isObject(tool.schema)) {
+    const got = tool.schema === null ? 'null' : Array.isArray(tool.schema) ? 'an array' : `a ${typeof tool.schema}`;
+    return [
+      finding(
+        ctx,
+        'error',
+        'json-schema-2020-12',
+        tool.schemaPointer,
+        `the argument schema is ${got}, not a JSON Schema (an object or a boolean): its arguments are not checked`,
+        'publish an object schema with typed properties and "additionalProperties": false',
+      ),
+    ];
+  }
   const out = [];
   if (tool.dialect && tool.dialect.uri.replace(/#$/, '') !== DRAFT_2020_12) {
     out.push(
@@ -37,7 +50,7 @@ export const checkDialect: ToolRule = (ctx) => {
   const schema = isObject(tool.schema) ? withoutRootDialect(tool.schema) : tool.schema;
   let valid: boolean;
   try {
-    valid = ajv.validateSchema(schema as object) as boolean;
+    valid = ajv.validateSchema(schema) as boolean;
   } catch (err) {
     // e.g. a nested $schema naming a meta-schema ajv does not know.
     return [

@@ -5,7 +5,8 @@
  */
 import { appendPointer } from '../pointer';
 import { isObject, isObjectSchema } from '../walk';
-import { finding, type NodeRule } from './context';
+import type { Finding } from '../types';
+import { finding, type NodeRule, type RuleContext } from './context';
 
 // "required", "mandatory", "must be given/provided/…": the description says a value is needed.
 const SAYS_REQUIRED = /\b(required|mandatory|must be (given|provided|set|specified|supplied|present|included))\b/i;
@@ -74,3 +75,46 @@ export const checkRequired: NodeRule = (n, ctx) => {
   }
   return out;
 };
+
+// "Either `a` or `b` is required", "one of … is required": a choice, not every named field.
+const SAYS_CHOICE = /\b(either|one of|at least one|any of|exactly one|or)\b/i;
+
+/**
+ * The same rule for the tool's own description: "Both `user_id` and `new_name` are required"
+ * while `required` lists only `user_id`. Sentence by sentence; a field counts as named when it is
+ * quoted or back-ticked, or written as a whole word containing `_` or a capital. `prior` is what
+ * the node rules found already (a field whose own description said so is not reported twice).
+ */
+export function checkRequiredInToolDescription(ctx: RuleContext, prior: Finding[]): Finding[] {
+  const { tool } = ctx;
+  const s = tool.schema;
+  if (tool.description === undefined || !isObject(s) || !isObject(s.properties)) return [];
+  const required = Array.isArray(s.required) ? s.required : [];
+  const out: Finding[] = [];
+  const reported = new Set(prior.map((f) => f.pointer));
+  for (const sentence of tool.description.split(/(?<=[.!?])\s+|\n+/)) {
+    if (!SAYS_REQUIRED.test(sentence) || SAYS_CONDITIONAL.test(sentence) || SAYS_CHOICE.test(sentence)) continue;
+    for (const name of Object.keys(s.properties)) {
+      const pointer = appendPointer(tool.schemaPointer, 'properties', name);
+      if (required.includes(name) || reported.has(pointer) || !namesField(sentence, name)) continue;
+      reported.add(pointer);
+      out.push(
+        finding(
+          ctx,
+          'error',
+          'required-fields',
+          pointer,
+          `the tool description calls ${JSON.stringify(name)} required ("${sentence.trim().slice(0, 120)}"), but it is not in required`,
+          `add ${JSON.stringify(name)} to required (or reword the description if the field is optional)`,
+        ),
+      );
+    }
+  }
+  return out;
+}
+
+function namesField(sentence: string, name: string): boolean {
+  const v = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  if (new RegExp(`['"\`]${v}['"\`]`).test(sentence)) return true;
+  return /[_A-Z]/.test(name) && new RegExp(`(?<![\\w-])${v}(?![\\w-])`).test(sentence);
+}

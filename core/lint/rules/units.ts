@@ -165,7 +165,8 @@ export const checkUnits: NodeRule = (n, ctx) => {
   // `per_page`, `perPage`, `page_size`: how many per page — a count, not a position.
   const counting = words.some((w) => COUNT_WORDS.has(w) && w !== 'num' && w !== 'n' && w !== 'top') || words.includes('per');
   if (words.some((w) => INDEX_WORDS.has(w)) && !counting) {
-    // A position whose schema says `minimum: 1` (or more) cannot be 0-based.
+    // A schema minimum states the base: `minimum: 0` a 0-based position as clearly as
+    // `minimum: 1` a 1-based one (a position whose least value is 0 or 1 starts there).
     const minimum =
       typeof n.node.minimum === 'number'
         ? n.node.minimum
@@ -174,7 +175,9 @@ export const checkUnits: NodeRule = (n, ctx) => {
           : null;
     // A page number whose default is 1 starts at 1 ("Page number (default: 1)").
     const firstPage = words.includes('page') && (n.node.default === 1 || /\bdefault(s)?( is| to)?:?\s*1\b/i.test(description));
-    if (INDEX_BASE_TEXT.test(description) || (minimum !== null && minimum >= 1) || firstPage) return [];
+    // A default of 0 is a valid position, so the first one is 0 ("Line offset (default 0)").
+    const defaultZero = n.node.default === 0 || /\bdefaults?( is| to)?:?\s*0(?![.\d])/i.test(description);
+    if (INDEX_BASE_TEXT.test(description) || (minimum !== null && minimum >= 0) || firstPage || defaultZero) return [];
     return [
       finding(
         ctx,
