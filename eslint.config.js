@@ -27,7 +27,7 @@ const pureLayerImports = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.settle/', 'coverage/', 'test/replay/fixtures/'] },
+  { ignores: ['node_modules/', '.settle/', 'coverage/', 'dist/', 'test/replay/fixtures/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -74,7 +74,11 @@ async function buildJavaScript(entryPoints: string[]): Promise<void> {
 function specifierLiterals(file: ts.SourceFile): ts.StringLiteral[] {
   const found: ts.StringLiteral[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       found.push(node.moduleSpecifier);
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
       found.push(node.argument.literal);
@@ -98,12 +102,16 @@ function rewriteDeclaration(dtsFile: string, text: string): string {
 }
 
 function buildDeclarations(rootNames: string[]): void {
-  const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(ROOT, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   if (!config) throw new Error('tsconfig.json: cannot be read');
   const options: ts.CompilerOptions = {
     ...config.options,
@@ -130,4 +138,5 @@ const sources = runtimeSources();
 fs.rmSync(DIST, { recursive: true, force: true });
 await buildJavaScript(sources);
 buildDeclarations(sources);
-console.log(`settle build: ${sources.length} modules compiled to ${path.relative(process.cwd(), DIST) || '.'}/`);
+// stderr: `npm pack --json` prints its report on stdout after this (prepack) script.
+process.stderr.write(`settle build: ${sources.length} modules compiled to dist/\n`);
