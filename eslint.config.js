@@ -58,7 +58,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts', 'core/**/*.ts'],
+    files: ['workflows/**/*.ts', 'core/**/*.ts', 'api/workflow.ts'],
     rules: {
       'no-restricted-imports': 'off',
       '@typescript-eslint/no-restricted-imports': ['error', pureLayerImports],

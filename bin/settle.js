@@ -3,6 +3,7 @@
 // step after `npm ci`, never a stale build); the packed package ships no sources and runs its
 // compiled dist/ (`npm run build`), without tsx.
 import fs from 'node:fs';
+import { URL } from 'node:url';
 
 const source = new URL('../cli/main.ts', import.meta.url);
 if (fs.existsSync(source)) {

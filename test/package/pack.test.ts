@@ -143,8 +143,8 @@ describe('the packed package', () => {
         '',
       ].join('\n'),
     );
-    // @temporalio/common's own declarations import `ms`, whose package has no types.
-    fs.writeFileSync(path.join(consumer, 'shims.d.ts'), "declare module 'ms';\n");
+    // @temporalio/common's own declarations import `ms`, whose package has no types for `require`.
+    fs.writeFileSync(path.join(consumer, 'shims.d.ts'), "declare module 'ms' {\n  export type StringValue = string;\n}\n");
     fs.writeFileSync(
       path.join(consumer, 'tsconfig.json'),
       JSON.stringify({
@@ -204,7 +204,7 @@ describe('the packed package', () => {
         'const worker = await createSettleWorker({ temporal: { address, taskQueue }, databaseUrl, warn: () => {} });',
         'const running = worker.run();',
         'const client = await SettleClient.connect({ address, taskQueue });',
-        'const turns = [{ turn: 0, calls: [{ call_id: "c1", tool: "file_view", args: { path: `${workspace}/hello.txt` } }] }];',
+        'const turns = [{ turn: 0, calls: [{ call_id: "c1", tool: "file_view", args: { path: `${workspace}/hello.txt`, offset: 1, limit: 10 } }] }];',
         'const handle = await client.start(`pack-${taskQueue}`, { workspace, turns });',
         'const result = await handle.result();',
         'await client.close();',
