@@ -14,12 +14,13 @@ WORKDIR /app
 RUN chown node:node /app && mkdir /workspaces && chown node:node /workspaces
 USER node
 
-# Dependencies first, so a source change does not reinstall them. Dev dependencies (vitest,
-# typescript, …) are not needed at run time; tsx and the Temporal worker's webpack/swc are
-# regular dependencies. The image's npm 10 ignores package.json's `allowScripts` (an npm 11
-# field) and runs the install scripts, which esbuild and @swc/core need.
+# Dependencies first, so a source change does not reinstall them. Dev dependencies included
+# (NODE_ENV=production would omit them): tsx, and the Temporal SDK that the packed package takes
+# as peer dependencies, are dev dependencies of the checkout. The image's npm 10 ignores
+# package.json's `allowScripts` (an npm 11 field) and runs the install scripts, which esbuild
+# and @swc/core need.
 COPY --chown=node:node package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --include=dev --no-audit --no-fund && npm cache clean --force
 
 # Sources stay root-owned: the worker only reads them.
 COPY . .

@@ -27,7 +27,7 @@ const pureLayerImports = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.settle/', 'coverage/', 'test/replay/fixtures/'] },
+  { ignores: ['node_modules/', '.settle/', 'coverage/', 'dist/', 'test/replay/fixtures/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -58,7 +58,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts', 'core/**/*.ts'],
+    files: ['workflows/**/*.ts', 'core/**/*.ts', 'api/workflow.ts'],
     rules: {
       'no-restricted-imports': 'off',
       '@typescript-eslint/no-restricted-imports': ['error', pureLayerImports],

@@ -62,10 +62,14 @@
  * The workflows/ modules are not preloaded: they are the workflow code proper (module-level
  * definitions of signals and updates, per-run state by design) and cost little to evaluate.
  */
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+/** `.ts` when this runs from the sources, `.js` when compiled (dist/, the packed package): the workflow modules beside it have the same. */
+const EXTENSION = path.extname(fileURLToPath(import.meta.url));
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL(`../workflows/index${EXTENSION}`, import.meta.url));
 
 /** Packages shared by every workflow of a worker thread (audited above). */
 export const PRELOADED_PACKAGES = [
@@ -112,7 +116,7 @@ export const PRELOADED_SOURCES = [
 /** What `preloadModules` lists: the packages by name, our modules by absolute path. */
 export const PRELOAD_MODULES: readonly string[] = [
   ...PRELOADED_PACKAGES,
-  ...PRELOADED_SOURCES.map((p) => fileURLToPath(new URL(`../${p}`, import.meta.url))),
+  ...PRELOADED_SOURCES.map((p) => fileURLToPath(new URL(`../${p.replace(/\.ts$/, EXTENSION)}`, import.meta.url))),
 ];
 
 /**

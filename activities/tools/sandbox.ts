@@ -21,7 +21,7 @@ import { gatedCommand, openGate } from './start-gate';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../installation';
 import { TRUNCATION_MARKER } from '../../core/observation';
 import { isWithin } from '../../core/paths';
 import { ETC_FILES, syntheticEtc } from './sandbox-etc';
@@ -91,7 +91,7 @@ const SCRUBBED_ENV: Record<string, string> = {
 };
 
 /** The worker's own checkout: never inside a sandbox (its .settle/ holds keys, settings and database files). */
-const WORKER_ROOT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+const WORKER_ROOT = PROJECT_ROOT.replace(/\/$/, '');
 const SYSTEM_DIRS = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/boot', '/dev', '/proc', '/sys'];
 const READ_ONLY_SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
