@@ -58,7 +58,8 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts', 'core/**/*.ts'],
+    // api/workflow.ts is loaded into a team's workflow bundle: the same rules as workflows/.
+    files: ['workflows/**/*.ts', 'core/**/*.ts', 'api/workflow.ts'],
     rules: {
       'no-restricted-imports': 'off',
       '@typescript-eslint/no-restricted-imports': ['error', pureLayerImports],
