@@ -21,7 +21,6 @@ import {
   type CallReport,
   type CallResolution,
   type SettleCallInput,
-  type TrajectoryInput,
 } from './definitions';
 import { Patches } from './patches';
 import { applyOperatorVerdict, DEFAULT_LEASE_MS, SettledCall } from './settled-call';
