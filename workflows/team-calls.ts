@@ -7,21 +7,14 @@
  *   (workflow id, turn, call id, tool, validated arguments) → A0: read · A1/A2: SettledCall
  *   (claim, lease, fence, IN_DOUBT → probe → operator), the same as a trajectory's calls.
  */
-import { ApplicationFailure, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { describeArgs } from '../core/calls';
 import { deriveKey } from '../core/key';
 import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
 import type { SettleActivities } from '../activities/index';
 import type { AnyTeamTool, TeamTool } from '../activities/tools/team-tool';
-import {
-  callsQuery,
-  settleCallUpdate,
-  waitingForQuery,
-  type CallReport,
-  type CallResolution,
-  type SettleCallInput,
-} from './definitions';
+import { callsQuery, settleCallUpdate, waitingForQuery, type CallReport, type CallResolution, type SettleCallInput } from './definitions';
 import { Patches } from './patches';
 import { applyOperatorVerdict, DEFAULT_LEASE_MS, SettledCall } from './settled-call';
 import { TrajectoryState } from './trajectory-state';
@@ -108,7 +101,7 @@ export function settled<Tools>(options: SettledOptions = {}): SettledTools<Tools
 async function callTool(tool: string, rawArgs: unknown, call: CallOptions, options: SettledOptions): Promise<SettledResult<unknown>> {
   const state = callState();
   const turn = call?.turn ?? 0;
-  const described = await describeTeamCall({ tool, args: rawArgs });
+  const described = await describeTeamCall({ tool, args: rawArgs }).catch(refusedCall);
   if (described.level === 'A3') {
     throw ApplicationFailure.nonRetryable(
       `${tool} is A3 (needs an approval): settled() does not run A3 tools yet; run it at A2 or from settle's trajectory`,
@@ -143,6 +136,14 @@ async function callTool(tool: string, rawArgs: unknown, call: CallOptions, optio
   const summary = `${tool} ${describeArgs(described.args)} · key ${key.slice(0, 6)}…`;
   await new SettledCall(ctx, report, key, described.args, summary, undefined, false, described.probes).run();
   return resultOf(report);
+}
+
+/** The registry refused the call (unknown tool, invalid arguments): the workflow sees the refusal itself, not its activity wrapper. */
+function refusedCall(err: unknown): never {
+  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable) {
+    throw ApplicationFailure.nonRetryable(err.cause.message, err.cause.type);
+  }
+  throw err;
 }
 
 function resultOf(report: CallReport): SettledResult<unknown> {

@@ -18,7 +18,7 @@ export interface TeamExecutionContext<Intent> {
   /** The fencing token of this execution; pass it downstream where the resource can check it. */
   generation: number;
   /** Throws (NoEffect) unless this executor still holds its lease: call it immediately before the effect. */
-  assertLeaseHeld(): void;
+  assertLeaseHeld: () => void;
   /** The intent recorded on the endpoint record before this execution (plan's, or the arguments). */
   intent: Intent;
 }
