@@ -58,6 +58,7 @@ export default tseslint.config(
     },
   },
   {
+    // api/workflow.ts is loaded into a team's workflow bundle: the same rules as workflows/.
     files: ['workflows/**/*.ts', 'core/**/*.ts', 'api/workflow.ts'],
     rules: {
       'no-restricted-imports': 'off',

@@ -10,7 +10,7 @@ import { deriveKey } from '../core/key';
 import { failed, truncate, type Observation } from '../core/observation';
 import { MAX_OBSERVATION_CHARS } from '../core/history-budget';
 import type { CallOutcome, RecordState } from '../core/records';
-import { CATALOG, isToolName } from '../core/tools/catalog';
+import type { SideEffectLevel } from '../core/tools/catalog';
 import { parseArgs } from '../core/validation';
 import { attemptLabel, isErrorObservation, type OutcomeLabel } from '../core/outcome-label';
 import type { EndpointStore } from './store/endpoint-store';
@@ -28,7 +28,7 @@ import type { OperatorKeys } from './operator/operator-keys';
 import { verifyCredential } from './operator/operator-credentials';
 import { InputError } from '../core/errors';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from './settled/watch-record';
-import { TOOL_IMPLEMENTATIONS } from './tools/index';
+import { ToolRegistry } from './tools/registry';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
 import type { ModelReply } from '../core/model/chat';
 import type { ReadOnlyTool } from './tools/read-only-tool';
@@ -104,6 +104,17 @@ export interface ActivityDeps {
   policy: WorkerPolicy;
   /** Operator public keys (SETTLE_OPERATOR_KEYS); without them, every operator verdict and approval is refused. */
   operatorKeys?: OperatorKeys | null;
+  /** The tools this worker runs (default: the built-ins); a team's own come through SettlePlugin (docs/plugin.md). */
+  registry?: ToolRegistry;
+}
+
+/** A team tool's call as the worker's registry checked it (describeTeamCall). */
+export interface DescribedTeamCall {
+  /** The arguments as they will execute (parsed by the tool's schema): the key is derived from these. */
+  args: Record<string, unknown>;
+  level: SideEffectLevel;
+  /** Whether a probe can settle an in-doubt call; without one it waits for an operator. */
+  probes: boolean;
 }
 
 /** What an approveCall update asks: checked against its operator credential before the workflow takes it. */
@@ -118,7 +129,17 @@ export interface ApprovalRequest {
 /** The worker's policy refused the call (component `policy`): nothing was claimed or touched. */
 const POLICY = 'policy';
 
-export function createActivities({ store, identity, keyRing = null, policy, operatorKeys = null }: ActivityDeps) {
+export function createActivities({
+  store,
+  identity,
+  keyRing = null,
+  policy,
+  operatorKeys = null,
+  registry = ToolRegistry.builtIn(),
+}: ActivityDeps) {
+  const settledCall = (toolName: string, rawArgs: unknown) => checkedCall(registry, toolName, rawArgs, 'settled');
+  /** A team's tool: registered by the worker's operator, outside the capability model (docs/plugin.md). */
+  const isTeamTool = (toolName: string) => registry.get(toolName)?.team === true;
   const callStats = new CallStats(store.db);
   const budgets = new BudgetStore(store.db);
 
@@ -173,6 +194,26 @@ export function createActivities({ store, identity, keyRing = null, policy, oper
       await budgets.closeChild(input.digest);
     },
 
+    /**
+     * A team tool's call from a team's workflow (api/workflow.ts, run as a local activity, so its
+     * answer is in history and replay never asks again): the arguments validated by the worker's
+     * registry, the tool's level and whether it has a probe. Refuses (non-retryable) an unknown
+     * tool, a built-in one (they run in settle's trajectory) and invalid arguments, naming the field.
+     */
+    async describeTeamCall(input: { tool: string; args: unknown }): Promise<DescribedTeamCall> {
+      const registered = registry.get(input.tool);
+      if (!registered?.team) {
+        throw ApplicationFailure.nonRetryable(
+          registered
+            ? `${input.tool} is a built-in tool: it runs in settle's trajectory workflow`
+            : `unknown tool ${input.tool} (not registered on this worker)`,
+          FAILURE.UnknownTool,
+        );
+      }
+      const { args } = checkedCall(registry, input.tool, input.args, registered.implementation.kind);
+      return { args, level: registered.level, probes: registered.probes };
+    },
+
     /** Keyed mode: the key of a call, derived with the worker's secret (run as a local activity). */
     async deriveKeyedKey(input: { turn: number; callId: string; tool: string; args: Record<string, unknown> }): Promise<string> {
       const trajectoryId = Context.current().info.workflowExecution?.workflowId;
@@ -211,7 +252,9 @@ export function createActivities({ store, identity, keyRing = null, policy, oper
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
-      const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
+      const access = isTeamTool(input.tool)
+        ? { denied: null, network: false }
+        : await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
         emitCallEvent({
@@ -282,16 +325,18 @@ export function createActivities({ store, identity, keyRing = null, policy, oper
 
     /** Runs an A0 (read-only) call: no endpoint record, a retry just reads again. */
     async runReadOnlyTool(input: ReadOnlyCallInput): Promise<ReadOnlyResult> {
-      const { tool, args } = checkedCall(input.tool, input.args, 'read-only');
+      const { tool, args } = checkedCall(registry, input.tool, input.args, 'read-only');
       const audience = Context.current().info.workflowExecution?.workflowId ?? '';
-      const access = await checkAccess(
-        input.capability,
-        input.tool,
-        args,
-        input.workspace,
-        input.key ?? `${audience}:${Context.current().info.activityId}`,
-        audience,
-      );
+      const access = isTeamTool(input.tool)
+        ? { denied: null }
+        : await checkAccess(
+            input.capability,
+            input.tool,
+            args,
+            input.workspace,
+            input.key ?? `${audience}:${Context.current().info.activityId}`,
+            audience,
+          );
       // Counted whatever the capability says (as the workflow counted it before the check).
       const counted = input.proposal
         ? callStats.recordProposedCall({ trajectoryId: audience, ...input.proposal, tool: input.tool, issue: null })
@@ -409,24 +454,22 @@ function refusedAuthority(err: unknown): never {
 
 export type SettleActivities = ReturnType<typeof createActivities>;
 
-function settledCall(toolName: string, rawArgs: unknown) {
-  return checkedCall(toolName, rawArgs, 'settled');
-}
-
 /* eslint-disable @typescript-eslint/no-explicit-any -- the registry is heterogeneous; args were validated against the tool's own schema */
 function checkedCall<K extends 'read-only' | 'settled'>(
+  registry: ToolRegistry,
   toolName: string,
   rawArgs: unknown,
   kind: K,
 ): { tool: K extends 'read-only' ? ReadOnlyTool<any> : SettledTool<any, any, Observation>; args: Record<string, unknown> } {
-  if (!isToolName(toolName)) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, FAILURE.UnknownTool);
-  const implementation = TOOL_IMPLEMENTATIONS[toolName];
+  const registered = registry.get(toolName);
+  if (!registered) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, FAILURE.UnknownTool);
+  const implementation = registered.implementation;
   if (implementation.kind !== kind) {
     throw ApplicationFailure.nonRetryable(`${toolName} is a ${implementation.kind} tool, not ${kind}`, FAILURE.WrongLevel);
   }
   let args: Record<string, unknown>;
   try {
-    args = parseArgs(CATALOG[toolName].args(), rawArgs) as Record<string, unknown>;
+    args = parseArgs(registered.args(), rawArgs) as Record<string, unknown>;
   } catch (err) {
     throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, FAILURE.InvalidArgs);
   }

@@ -1,3 +1,7 @@
-/** `settle/client`: the orchestrator side. */
-export { SettleClient, DEFAULT_TASK_QUEUE } from '../client/index';
-export type { StartOptions, TrajectoryStatusReport } from '../client/index';
+/**
+ * settle's client side: start trajectories, run turns, settle calls. See {@link SettleClient}.
+ *
+ * @packageDocumentation
+ */
+export * from '../client/index';
+export type { TargetOverrides, TemporalTarget } from '../client/connection';

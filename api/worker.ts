@@ -1,3 +1,78 @@
-/** `settle/worker`: a settle worker (activities and settle's own workflows). */
+/**
+ * settle's worker side: register a team's own tools and settle's activities on a Temporal worker.
+ *
+ * @example
+ * ```ts
+ * import { Worker } from '@temporalio/worker';
+ * import { z } from 'zod';
+ * import { SettlePlugin, defineTool, NoEffect } from 'settle/worker';
+ *
+ * export const sendInvoice = defineTool({
+ *   name: 'send_invoice',
+ *   description: 'Sends one invoice through the billing API.',
+ *   args: z.strictObject({ invoice_id: z.string().min(1).max(64).describe('The invoice to send') }),
+ *   level: 'A1',
+ *   execute: async (args, { key }) => billing.send(args.invoice_id, { idempotencyKey: key }),
+ *   probe: async (args) => ((await billing.sent(args.invoice_id))
+ *     ? { verdict: 'applied', result: { sent: true }, detail: 'billing lists it as sent' }
+ *     : { verdict: 'not_applied', detail: 'billing never saw it' }),
+ * });
+ *
+ * const worker = await Worker.create({
+ *   plugins: [new SettlePlugin({ tools: [sendInvoice], databaseUrl: process.env.DATABASE_URL })],
+ *   workflowsPath: require.resolve('./workflows'),
+ *   taskQueue: 'billing',
+ * });
+ * await worker.run();
+ * ```
+ *
+ * @packageDocumentation
+ */
+
+/**
+ * The Temporal worker plugin: `Worker.create({ plugins: [new SettlePlugin({ tools, databaseUrl })], … })`.
+ * Registers settle's activities (execute, probe, watch, operator) bound to the endpoint store on
+ * `databaseUrl` (default `DATABASE_URL`), runs the migrations and the lease sweeper around the
+ * worker's run, and sets `stickyQueueScheduleToStartTimeout` and `isolateExecutionTimeout`
+ * unless the worker's options set them. Refuses, when made, a tool that breaks a `settle lint`
+ * rule it does not accept, a duplicate name, or a name a built-in tool has.
+ */
+export { SettlePlugin, type SettlePluginOptions } from '../workers/settle-plugin';
+
+/**
+ * Defines a team tool: name, description, zod `args`, a level A0–A3 and, by level, `run` (A0) or
+ * `plan` / `execute` / `probe` (A1–A3). `execute` receives the call's derived idempotency key (an
+ * A1 tool sends it downstream), its generation (fencing token) and `assertLeaseHeld()`.
+ * `probe` answers from the recorded intent whether the effect happened: `applied` (with the
+ * result), `not_applied` or `unknown`; without one an in-doubt call waits for an operator.
+ */
+export {
+  defineTool,
+  type AcceptedFinding,
+  type EffectToolDefinition,
+  type ReadOnlyToolDefinition,
+  type TeamExecutionContext,
+  type TeamProbeContext,
+  type TeamTool,
+  type ToolDefinition,
+} from '../activities/tools/team-tool';
+
+/**
+ * Throw from `execute` only when it is certain the effect did not happen: the call is released
+ * and run again. Any other exception leaves the call IN_DOUBT, to be settled by the probe or an operator.
+ */
+export { NoEffect } from '../activities/settled/settled-tool';
+
+/** A probe's answer. */
+export type { ProbeVerdict } from '../core/records';
+
+/** A0 read-only · A1 idempotent (key sent downstream) · A2 reversible effect · A3 destructive (needs approval). */
+export type { SideEffectLevel } from '../core/tools/catalog';
+
+/**
+ * settle's own worker, ready-made: its trajectory workflows and every activity, from options or
+ * the environment (the `npm run worker` entry point uses it). `WORKFLOWS_PATH` is its workflows
+ * module, for a worker that bundles them itself.
+ */
 export { createSettleWorker, WORKFLOWS_PATH } from '../workers/create-worker';
 export type { SettleWorker, SettleWorkerOptions } from '../workers/create-worker';

@@ -1,3 +1,42 @@
-/** `settle/workflow`: workflow-side code, deterministic and safe inside Temporal's workflow sandbox. */
+/**
+ * settle's workflow side: settled calls of a team's tools from the team's own workflow. Safe in
+ * Temporal's workflow sandbox: it imports no Node built-ins and no tool implementations (the
+ * tools' types only).
+ *
+ * @example
+ * ```ts
+ * import { settled } from 'settle/workflow';
+ * import type { billingTools } from './tools'; // types only: the implementations stay on the worker
+ *
+ * export async function billingWorkflow(invoiceId: string): Promise<string> {
+ *   const tools = settled<typeof billingTools>();
+ *   const sent = await tools.send_invoice({ invoice_id: invoiceId }, { callId: 'send' });
+ *   return sent.resolution;
+ * }
+ * ```
+ *
+ * @packageDocumentation
+ */
+
+/**
+ * Returns one typed function per tool of `Tools` (an array or object of `defineTool` definitions,
+ * as a type). `await tools.send_invoice(args, { callId, turn })`:
+ *
+ * 1. has the worker's registry validate the arguments and give the tool's level and probe support
+ *    (a local activity: recorded, so a replay takes the same answer);
+ * 2. derives the idempotency key from (workflow id, turn, call id, tool, validated arguments);
+ * 3. runs the call as settle runs every call: claim, lease, fence; an IN_DOUBT call is probed, and
+ *    waits for an operator (`settle resolve`, through the update this helper installs) while no
+ *    probe can tell;
+ * 4. returns how it ended, with the tool's result.
+ *
+ * The same call id with the same arguments in the same workflow and turn is the same call: it
+ * runs once, and again it returns the recorded result. A3 tools are refused for now.
+ */
+export { settled } from '../workflows/team-calls';
+export type { CallOptions, SettledOptions, SettledResult, SettledTools } from '../workflows/team-calls';
+export type { Observation } from '../core/observation';
+
+/** settle's ready-made trajectory workflow, with its updates, queries and types (driven by `SettleClient`). */
 export * from '../workflows/definitions';
 export { trajectoryWorkflow } from '../workflows/index';

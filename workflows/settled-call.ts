@@ -126,6 +126,8 @@ export class SettledCall {
     private readonly approval: { approver: string; reason: string } | undefined,
     /** The activity counts the proposal (PATCH_COUNT_IN_ACTIVITIES); idempotent across attempts. */
     private readonly countProposal = false,
+    /** Whether a probe can settle it: a team tool's, from the worker's registry (api/workflow.ts); else the catalog's. */
+    private readonly probes?: boolean,
   ) {}
 
   private get state(): TrajectoryState {
@@ -317,7 +319,7 @@ export class SettledCall {
     // Decided once per wait: histories from before the patch re-probed every tool and counted
     // probes as attempts.
     const current = state.patches.has(PATCH_OPERATOR_WAIT);
-    if (current && !declaresProbe(this.report.tool, this.args)) {
+    if (current && !(this.probes ?? declaresProbe(this.report.tool, this.args))) {
       // Nothing could ever settle it but a person: wait for one, without timers or re-probing.
       return this.awaitOperator(generation, null, 'this tool declares no probe: its effect cannot be observed by settle');
     }

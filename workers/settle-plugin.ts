@@ -1,0 +1,105 @@
+/**
+ * settle as a Temporal worker plugin (docs/plugin.md): `Worker.create({ plugins: [new SettlePlugin(…)] })`
+ * registers settle's activities bound to an endpoint store, with the team's own tools next to the
+ * built-ins; runs the migrations and the lease sweeper around the worker's run; and sets the
+ * worker options settle's recovery relies on, unless the worker's own options set them.
+ */
+import os from 'node:os';
+import { SimplePlugin } from '@temporalio/plugin';
+import type { WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../activities/index';
+import { EndpointStore } from '../activities/store/endpoint-store';
+import { migrateToLatest, openDatabase } from '../activities/store/database';
+import { LeaseSweeper, type LeaseSweeperOptions } from '../activities/settled/lease-sweeper';
+import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
+import { operatorKeysFromEnv, type OperatorKeys } from '../activities/operator/operator-keys';
+import { loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
+import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
+import { ToolRegistry } from '../activities/tools/registry';
+import type { AnyTeamTool } from '../activities/tools/team-tool';
+import type { SideEffectLevel } from '../core/tools/catalog';
+
+/** How long one workflow activation may run before the SDK aborts it (create-worker.ts says why it is long). */
+const ISOLATE_EXECUTION_TIMEOUT = '2 minutes';
+/** A dead worker's sticky workflows move to another worker after this (default 10 s): part of every recovery. */
+const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '2 seconds';
+
+export interface SettlePluginOptions {
+  /** The team's tools, made by defineTool: checked (names, levels, `settle lint`) when the plugin is made. */
+  tools?: readonly AnyTeamTool[];
+  /** Postgres holding the endpoint records; default: DATABASE_URL. */
+  databaseUrl?: string;
+  /** The operator's levels for team tools: raise a definition's level, never lower it. */
+  levels?: Readonly<Record<string, SideEffectLevel>>;
+  /** Recorded as the holder of claims; default: `settle-worker@<host>:<pid>`. */
+  identity?: string;
+  /** Capability keys; default: SETTLE_CAP_KEYS when set. */
+  keyRing?: KeyRing | null;
+  /** Operator public keys; default: SETTLE_OPERATOR_KEYS when set (without them every operator verdict is refused). */
+  operatorKeys?: OperatorKeys | null;
+  /** What the worker's operator allows the built-in tools; default: from the environment (activities/worker-policy.ts). */
+  policy?: WorkerPolicy;
+  /** Run the migrations before the worker polls (default true). */
+  migrate?: boolean;
+  /** The lease sweeper's pace (activities/settled/lease-sweeper.ts). */
+  leaseSweeper?: Omit<LeaseSweeperOptions, 'identity' | 'onError'>;
+  /** Where warnings go (default: stderr). */
+  warn?: (line: string) => void;
+}
+
+export class SettlePlugin extends SimplePlugin {
+  /** The tools the plugin's activities run: the built-ins and the team's. */
+  readonly registry: ToolRegistry;
+
+  /** Throws a one-line error for a refused tool definition, a missing DATABASE_URL or an invalid key set. */
+  constructor(options: SettlePluginOptions = {}) {
+    const parts = settleWorkerParts(options);
+    super({ name: 'settle', activities: parts.activities, runContext: parts.runContext });
+    this.registry = parts.registry;
+  }
+
+  /** settle's activities appended; the worker options its recovery needs, unless the worker sets its own. */
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    const configured: WorkerOptions & { isolateExecutionTimeout?: string } = super.configureWorker(options);
+    return {
+      ...configured,
+      ...('stickyQueueScheduleToStartTimeout' in configured
+        ? {}
+        : { stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT }),
+      // Read by the SDK though not in its public type (create-worker.ts).
+      isolateExecutionTimeout: configured.isolateExecutionTimeout ?? ISOLATE_EXECUTION_TIMEOUT,
+    } as WorkerOptions;
+  }
+}
+
+function settleWorkerParts(options: SettlePluginOptions) {
+  const registry = new ToolRegistry(options.tools ?? [], options.levels ? { levels: options.levels } : {});
+  const databaseUrl = options.databaseUrl ?? process.env.DATABASE_URL;
+  if (!databaseUrl)
+    throw new Error('SettlePlugin databaseUrl: must be set (or DATABASE_URL) to the Postgres URL that holds the endpoint records');
+  const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
+  const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
+  const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();
+  const policy = options.policy ?? loadWorkerPolicy(process.env);
+  const warn = options.warn ?? ((line: string) => console.warn(line));
+  // The pool connects on first use: making the plugin touches no database.
+  const db = openDatabase(databaseUrl);
+  registerWorkerServiceUrl(databaseUrl, 5432); // never reachable through a sandbox's egress proxy
+  const store = new EndpointStore(db);
+  const sweeper = new LeaseSweeper(store, {
+    ...options.leaseSweeper,
+    identity,
+    onError: (err) => warn(`settle worker: lease sweep failed (${err.message}); retrying every period`),
+  });
+  const runContext = async (next: () => Promise<void>): Promise<void> => {
+    try {
+      if (options.migrate !== false) await migrateToLatest(databaseUrl);
+      sweeper.start();
+      await next();
+    } finally {
+      await sweeper.stop();
+      await db.destroy();
+    }
+  };
+  return { registry, activities: createActivities({ store, identity, keyRing, policy, operatorKeys, registry }), runContext };
+}
