@@ -77,7 +77,9 @@ export function registerTrajectoryCommands(program: Command): void {
       await withClient(async (client) => {
         // The call may have no record yet (A3 waits before its claim): its trajectory knows its keys.
         const key = keyArg.length === 64 ? keyArg : uniqueKey(keyArg, await client.callKeys(id).catch(rejected), `call of ${id}`);
-        await approveCall(client, { trajectoryId: id, key, decision: opts.deny ? 'deny' : 'approve', reason: opts.reason }, signer).catch(rejected);
+        await approveCall(client, { trajectoryId: id, key, decision: opts.deny ? 'deny' : 'approve', reason: opts.reason }, signer).catch(
+          rejected,
+        );
         console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${signer.operator}`);
       });
     });
