@@ -243,13 +243,14 @@ function plain(status: number, line: string): Response {
   return new Response(`${line}\n`, { status, headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
 }
 
-/** No caching, no framing, no scripts, forms to this origin only, no referrer to the Temporal UI. */
+/** No caching, no framing, no scripts, forms to this origin only, no referrer to other sites. */
 function secured(response: Response): Response {
   const h = response.headers;
   h.set('Cache-Control', 'no-store');
   h.set('X-Frame-Options', 'DENY');
   h.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
-  h.set('Referrer-Policy', 'no-referrer');
+  // same-origin, not no-referrer: with no-referrer a browser posts forms with `Origin: null`.
+  h.set('Referrer-Policy', 'same-origin');
   h.set('X-Content-Type-Options', 'nosniff');
   return response;
 }
