@@ -168,7 +168,11 @@ function parseWait(details: string, key: string): { target: string; sinceMs: num
   const first = details.split('\n')[0] ?? '';
   if (!first.includes(key.slice(0, 16))) return null;
   const parts = first.split(' · ');
-  const target = (parts[1] ?? '').replace(/`/g, '').trim();
+  // "`tool` `target`": the target is what follows the tool's code span.
+  const target = (parts[1] ?? '')
+    .replace(/^`[^`]*`\s*/, '')
+    .replace(/`/g, '')
+    .trim();
   const since = /since (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC/.exec(first)?.[1];
   return { target, sinceMs: since ? Date.parse(`${since.replace(' ', 'T')}Z`) : null };
 }
@@ -176,5 +180,9 @@ function parseWait(details: string, key: string): { target: string; sinceMs: num
 /** The last paragraph of the current details: why it waits, with the probe's last answer. */
 function explanationOf(details: string): string {
   const paragraphs = details.split('\n\n');
-  return (paragraphs[paragraphs.length - 1] ?? '').replace(/`/g, '').trim();
+  // Its last sentence points at the commands shown with it, which the console replaces with buttons.
+  return (paragraphs[paragraphs.length - 1] ?? '')
+    .replace(/`/g, '')
+    .replace(/\s*Check whether it did, then settle it with one of the commands above\.$/, '')
+    .trim();
 }

@@ -166,7 +166,7 @@ describe('settle console, as an on-call SRE uses it', { timeout: 300_000 }, () =
     );
     expect(await a3Row.locator('.state').innerText()).toContain('waiting for approval');
     expect(await a3Row.locator('.tool').innerText()).toBe('bash_execute');
-    expect(await a3Row.locator('.target').innerText()).toContain('echo migrated >> migrate.log');
+    expect(await a3Row.locator('.target').innerText()).toBe('echo migrated >> migrate.log');
     expect(await a3Row.locator('.generation').innerText()).toBe('-');
     // Sortable by age: the in-doubt call is older, first when oldest come first, last otherwise.
     const order = async () => page.locator('#inbox tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
