@@ -169,6 +169,8 @@ function consoleApp(options: ConsoleOptions, secrets: { token: string; csrf: str
     }
   });
 
+  // Temporal or Postgres unreachable: one line saying which, not a stack trace.
+  app.onError((err) => secured(plain(502, `inbox: could not be read (${innermost(err).split('\n')[0]})`)));
   app.notFound((c) => c.text('not found: the console has / and its two actions\n', 404));
   return app;
 }
