@@ -502,6 +502,7 @@ function boundObservation(o: Observation): Observation {
     error: error.text,
     exit_status: o.exit_status,
     truncated: o.truncated || output.truncated || error.truncated,
+    ...(o.partial ? { partial: true as const } : {}),
   };
 }
 

@@ -54,6 +54,19 @@ program
   });
 
 program
+  .command('console')
+  .description(
+    'A web page on 127.0.0.1 listing every call that needs a person (IN_DOUBT, lapsed leases, waiting for approval), ' +
+      'with actions signed by your operator key (SETTLE_OPERATOR_KEY, or the key of a running settle dev).',
+  )
+  .option('--port <n>', 'the port on 127.0.0.1 (default: any free one)')
+  .option('--ui-url <url>', 'the Temporal Web UI, for links to trajectories (default: the one of a running settle dev)')
+  .action(async (opts: { port?: string; uiUrl?: string }) => {
+    const { runConsole } = await import('./console/run');
+    await runConsole(opts);
+  });
+
+program
   .command('migrate')
   .description("Bring the database (DATABASE_URL, or a running `settle dev`) to settle's latest schema; workers do this on start.")
   .action(async () => {

@@ -3,15 +3,15 @@
  * waits for it (the settleCall update, so it wakes up and carries on), else — trajectory ended,
  * or running but not waiting for this call — directly on the record, by the same fenced
  * statement and with the same audit event. Either way with an operator credential minted here,
- * for the generation examined, from the operator's key. Used by `settle resolve` and the chaos
- * suite's SRE.
+ * for the generation examined, from the operator's key. Used by `settle resolve`, `settle console`
+ * and the chaos suite's SRE; approvals (`settle approve`, the console) go through approveCall.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { settleByOperator } from '../activities/settled/operator-settlement';
 import type { EndpointStore } from '../activities/store/endpoint-store';
 import { mintCredential } from '../activities/operator/operator-credentials';
 import type { OperatorKeys, OperatorSigner } from '../activities/operator/operator-keys';
-import type { OperatorCredential } from '../core/operator-credential';
+import type { OperatorCredential, OperatorVerdict } from '../core/operator-credential';
 import type { SettleClient } from '../client/index';
 
 export type CallResolution =
@@ -25,10 +25,29 @@ export type CallResolution =
 /** What the operator decided: the verdict on one call, and why. */
 export interface VerdictRequest {
   key: string;
-  verdict: 'applied' | 'not_applied';
+  verdict: OperatorVerdict;
   reason: string;
   /** The generation the operator examined; default: the one read now. */
   generation?: number;
+}
+
+/** The verdict an operator names (`applied`, `not-applied`, `partial`), or null. */
+export function verdictOf(text: string): OperatorVerdict | null {
+  return text === 'applied' ? 'applied' : text === 'not-applied' ? 'not_applied' : text === 'partial' ? 'partial' : null;
+}
+
+/** An operator's decision on an A3 call that waits for approval. */
+export interface ApprovalRequest {
+  trajectoryId: string;
+  key: string;
+  decision: 'approve' | 'deny';
+  reason: string;
+}
+
+/** Sends the decision to the waiting trajectory, with a credential minted here; throws what the trajectory refused. */
+export async function approveCall(client: SettleClient, request: ApprovalRequest, signer: OperatorSigner): Promise<void> {
+  const credential = mintCredential(signer, { purpose: 'approve', ...request });
+  await client.approve(request.trajectoryId, credential);
 }
 
 /** Who decides: their signing key, and the keys a direct write is verified with (cli/operator-key.ts verifyingKeys). */

@@ -10,8 +10,7 @@ import { allIssues } from '../core/validation';
 import { reportOutcomeText } from '../core/outcome-label';
 import type { TrajectoryStatusReport } from '../client/index';
 import type { EndpointRecord } from '../activities/store/endpoint-store';
-import { resolveCall } from './resolve-call';
-import { mintCredential } from '../activities/operator/operator-credentials';
+import { approveCall, resolveCall, verdictOf } from './resolve-call';
 import { operatorSigner, verifyingKeys } from './operator-key';
 import { databaseConfigured, withClient, withStore } from './connections';
 import { fullKey, keyArgument, uniqueKey } from './key-prefix';
@@ -78,9 +77,9 @@ export function registerTrajectoryCommands(program: Command): void {
       await withClient(async (client) => {
         // The call may have no record yet (A3 waits before its claim): its trajectory knows its keys.
         const key = keyArg.length === 64 ? keyArg : uniqueKey(keyArg, await client.callKeys(id).catch(rejected), `call of ${id}`);
-        const decision = opts.deny ? 'deny' : 'approve';
-        const credential = mintCredential(signer, { purpose: 'approve', trajectoryId: id, key, decision, reason: opts.reason });
-        await client.approve(id, credential).catch(rejected);
+        await approveCall(client, { trajectoryId: id, key, decision: opts.deny ? 'deny' : 'approve', reason: opts.reason }, signer).catch(
+          rejected,
+        );
         console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${signer.operator}`);
       });
     });
@@ -92,7 +91,7 @@ export function registerTrajectoryCommands(program: Command): void {
         'else directly on the record (trajectory ended or not waiting), with the same audit trail.',
     )
     .argument('<key>', 'the call’s idempotency key, or a unique prefix of at least 8 hex digits')
-    .requiredOption('--as <verdict>', 'applied | not-applied')
+    .requiredOption('--as <verdict>', 'applied | not-applied | partial (took effect in part: recorded completed, never run again)')
     .requiredOption('--reason <text>', 'why (recorded)')
     .option('--operator <name>', 'who settles: if given, must be the operator your key names (SETTLE_OPERATOR_KEY)')
     .option(
@@ -105,15 +104,15 @@ export function registerTrajectoryCommands(program: Command): void {
       if (generation !== undefined && !(/^[1-9][0-9]*$/.test(opts.generation!) && Number.isSafeInteger(generation))) {
         throw new UsageError(`--generation: must be an integer ≥ 1 (got ${JSON.stringify(opts.generation)})`);
       }
-      if (opts.as !== 'applied' && opts.as !== 'not-applied')
-        throw new UsageError(`--as: must be applied or not-applied (got ${JSON.stringify(opts.as)})`);
+      const verdict = verdictOf(opts.as);
+      if (!verdict) throw new UsageError(`--as: must be applied, not-applied or partial (got ${JSON.stringify(opts.as)})`);
       if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
       const signer = operatorSigner();
       sameOperator('--operator', opts.operator, signer.operator);
       const key = await withStore((store) => fullKey(store, keyArg));
       const request = {
         key,
-        verdict: opts.as === 'applied' ? 'applied' : 'not_applied',
+        verdict,
         reason: opts.reason,
         ...(generation !== undefined ? { generation } : {}),
       } as const;

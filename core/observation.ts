@@ -10,6 +10,8 @@ export interface Observation {
   exit_status: number;
   /** True when `output` (or `error`) was cut; the text then ends with a marker. */
   truncated: boolean;
+  /** Set when an operator settled the call as having taken effect in part only (never run again). */
+  partial?: true;
   /** A shell call's totals, from its cgroup (absent where the worker has none: docs/sandbox.md). */
   resources?: ResourceUsage;
 }

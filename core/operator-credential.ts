@@ -17,6 +17,13 @@ import { lazy } from './lazy';
 export const OPERATOR_NAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
 export const OPERATOR_NAME_RULE = 'be 1–64 letters, digits, . _ @ -';
 
+/**
+ * An operator's verdicts on an IN_DOUBT call: it took effect, it did not, or it took effect in
+ * part (recorded COMPLETED with a partial observation; never run again by settle).
+ */
+export const OPERATOR_VERDICTS = ['applied', 'not_applied', 'partial'] as const;
+export type OperatorVerdict = (typeof OPERATOR_VERDICTS)[number];
+
 /** How long a credential is valid by default, and at most (a credential is minted right before use). */
 export const CREDENTIAL_LIFETIME_MS = 5 * 60_000;
 export const MAX_CREDENTIAL_LIFETIME_MS = 15 * 60_000;
@@ -44,7 +51,7 @@ export const CredentialBody = lazy(() =>
         purpose: z.literal('settle'),
         ...Common(),
         generation: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-        verdict: z.enum(['applied', 'not_applied']),
+        verdict: z.enum(OPERATOR_VERDICTS),
       })
       .strict(),
     z.object({ purpose: z.literal('approve'), ...Common(), decision: z.enum(['approve', 'deny']) }).strict(),

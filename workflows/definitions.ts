@@ -103,7 +103,7 @@ export interface RunTurnResult {
 
 export interface SettleCallInput {
   key: string;
-  verdict: 'applied' | 'not_applied';
+  verdict: 'applied' | 'not_applied' | 'partial';
   /** The operator the credential proves (the name recorded). */
   operator: string;
   reason: string;
@@ -141,7 +141,7 @@ export const waitingForQuery = defineQuery<string>('waitingFor');
 export const UPDATE_DESCRIPTIONS = {
   runTurn: "Runs one turn's calls and answers their observations (idempotent per trajectory and turn).",
   settleCall:
-    "An operator's verdict on an IN_DOUBT call this trajectory waits for: applied or not_applied, with name and reason, proven by an operator credential (settle resolve).",
+    "An operator's verdict on an IN_DOUBT call this trajectory waits for: applied, not_applied or partial, with name and reason, proven by an operator credential (settle resolve).",
   approveCall:
     'Approves or denies an A3 call that waits for approval, with the approver and reason, proven by an operator credential (settle approve).',
   finish: 'Ends an orchestrator-driven trajectory: completed, or failed (runs the compensators).',

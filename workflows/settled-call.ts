@@ -422,7 +422,7 @@ export class SettledCall {
       explanation:
         `Call ${codeSpan(this.report.callId)} (turn ${this.report.turn}) is IN_DOUBT at generation ${generation}: it may have taken effect, and ${why}. ` +
         'Check whether it did, then settle it with one of the commands above.',
-      commands: [resolve('applied'), resolve('not-applied')],
+      commands: [resolve('applied'), resolve('not-applied'), resolve('partial')],
     });
   }
 

@@ -68,7 +68,8 @@ export class TrajectoryState {
 
   validateSettleCall(s: SettleCallInput): void {
     requireKey(s?.key, this.awaitingOperator, 'waiting for an operator');
-    if (s.verdict !== 'applied' && s.verdict !== 'not_applied') throw new InputError('verdict', 'be applied or not_applied');
+    if (s.verdict !== 'applied' && s.verdict !== 'not_applied' && s.verdict !== 'partial')
+      throw new InputError('verdict', 'be applied, not_applied or partial');
     requireText(s.operator, 'operator', 'a non-empty name');
     requireText(s.reason, 'reason', 'a non-empty explanation');
     requireCredential(s.credential, 'settle resolve');

@@ -6,7 +6,7 @@
  * resolve` when no running trajectory waits for the call.
  */
 import { InputError } from '../../core/errors';
-import type { CredentialBody } from '../../core/operator-credential';
+import type { CredentialBody, OperatorVerdict } from '../../core/operator-credential';
 import type { Observation } from '../../core/observation';
 import type { RecordState } from '../../core/records';
 import type { EndpointStore } from '../store/endpoint-store';
@@ -16,7 +16,7 @@ import type { OperatorKeys } from '../operator/operator-keys';
 
 export interface OperatorSettlement {
   key: string;
-  verdict: 'applied' | 'not_applied';
+  verdict: OperatorVerdict;
   /** Who asks; when given, it must be the operator the credential proves (the one recorded). */
   operator?: string;
   reason: string;
@@ -74,9 +74,9 @@ export async function settleByOperator(
   if (record.state !== 'IN_DOUBT') return { settled: false, state: record.state, generation: record.generation };
   const actor = `operator:${proven.operator}` as const;
   const write =
-    input.verdict === 'applied'
-      ? await store.settle(record.key, generation, { as: 'COMPLETED', result: operatorResult(proven) }, actor, input.reason)
-      : await store.settle(record.key, generation, { as: 'NOT_EXECUTED' }, actor, input.reason);
+    input.verdict === 'not_applied'
+      ? await store.settle(record.key, generation, { as: 'NOT_EXECUTED' }, actor, input.reason)
+      : await store.settle(record.key, generation, { as: 'COMPLETED', result: operatorResult(proven) }, actor, input.reason);
   if (write.ok) {
     emitCallEvent({ event: 'settled', key: record.key, generation, by: 'operator', state: write.record.state, actor });
     return { settled: true, state: write.record.state, generation };
@@ -85,7 +85,21 @@ export async function settleByOperator(
   return { settled: false, state: write.current?.state ?? 'UNSEEN', generation: write.current?.generation ?? record.generation };
 }
 
+/**
+ * What the agent reads back. A partial effect is COMPLETED (settle never runs it again, which could
+ * apply the part that happened twice) but not a success: the observation says so, in `error`
+ * and a non-zero status, and is marked `partial`.
+ */
 function operatorResult(input: CredentialBody): Observation {
+  if (input.purpose === 'settle' && input.verdict === 'partial') {
+    return {
+      output: '',
+      error: `partial: the effect happened in part, not in full (settled by operator ${input.operator}: ${input.reason}); it will not be run again, check what is left before acting on it`,
+      exit_status: 1,
+      truncated: false,
+      partial: true,
+    };
+  }
   return {
     output: `settled as applied by operator ${input.operator}: ${input.reason}`,
     error: null,

@@ -77,6 +77,8 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
         `  --generation 1 --as applied --reason 'what you checked'`,
         `settle resolve ${key} \\`,
         `  --generation 1 --as not-applied --reason 'what you checked'`,
+        `settle resolve ${key} \\`,
+        `  --generation 1 --as partial --reason 'what you checked'`,
       ]);
 
       // status: outcome column, probes apart from attempts, aligned columns.

@@ -1,0 +1,188 @@
+/**
+ * The console's inbox: every call that needs a person, across all trajectories. IN_DOUBT and
+ * IN_FLIGHT-past-its-lease records come from the endpoint store; calls waiting for approval from
+ * Temporal visibility (SettlePendingApprovals > 0) and each such trajectory's `calls` query (an A3
+ * call waits before its claim, so it has no record yet). Probe rounds and what the trajectory
+ * waits for come from the same queries, each bounded by a deadline.
+ */
+import type { EndpointRecord, EndpointStore } from '../../activities/store/endpoint-store';
+import type { SettleClient } from '../../client/index';
+import { describeArgs } from '../../core/calls';
+import { callsQuery, waitingForQuery, type CallReport } from '../../workflows/definitions';
+import { SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
+
+export type InboxKind = 'in_doubt' | 'lapsed_lease' | 'approval';
+
+export interface InboxItem {
+  kind: InboxKind;
+  key: string;
+  trajectoryId: string;
+  turn: number;
+  callId: string;
+  tool: string;
+  /** What the call acts on, from its recorded intent (path and hashes, command, hosts), else its arguments. */
+  target: string;
+  /** The record's generation (null: no record yet, as for a call waiting for approval). */
+  generation: number | null;
+  /** When the call began to need a person (epoch ms): the record's last change, the lease's end, the wait's start. */
+  sinceMs: number;
+  probes: number | null;
+  /** Why the record is in doubt, and what the trajectory says it waits for (the probe's last answer). */
+  saw: string | null;
+  /** The trajectory's settle status (search attribute), e.g. waiting_operator. */
+  trajectoryStatus: string | null;
+}
+
+/** What one trajectory answers: its calls and what it waits for (null when it cannot answer in time). */
+interface TrajectoryView {
+  calls: CallReport[] | null;
+  waitingFor: string | null;
+  status: string | null;
+}
+
+const QUERY_DEADLINE_MS = 3_000;
+const MAX_TRAJECTORIES = 200;
+
+export async function collectInbox(client: SettleClient, store: EndpointStore, nowMs = Date.now()): Promise<InboxItem[]> {
+  const [inDoubt, inFlight, approvals] = await Promise.all([
+    store.list({ state: 'IN_DOUBT', limit: 1000 }),
+    store.list({ state: 'IN_FLIGHT', limit: 1000 }),
+    pendingApprovalTrajectories(client),
+  ]);
+  const lapsed = inFlight.filter((r) => r.leaseUntil !== null && r.leaseUntil.getTime() < nowMs);
+  const ids = new Set([...inDoubt, ...lapsed].map((r) => r.trajectoryId).concat(approvals.map((a) => a.trajectoryId)));
+  const views = new Map<string, TrajectoryView>();
+  await Promise.all(
+    [...ids].slice(0, MAX_TRAJECTORIES).map(async (id) => {
+      views.set(id, await viewOf(client, id, approvals.find((a) => a.trajectoryId === id)?.status));
+    }),
+  );
+  const items: InboxItem[] = [
+    ...inDoubt.map((r) => fromRecord(r, 'in_doubt', r.updatedAt.getTime(), views.get(r.trajectoryId))),
+    ...lapsed.map((r) => fromRecord(r, 'lapsed_lease', r.leaseUntil!.getTime(), views.get(r.trajectoryId))),
+  ];
+  for (const { trajectoryId, startMs } of approvals) {
+    const view = views.get(trajectoryId);
+    for (const call of view?.calls ?? []) {
+      if (call.resolution !== 'awaiting_approval' || !call.key) continue;
+      const wait = view?.waitingFor ? parseWait(view.waitingFor, call.key) : null;
+      items.push({
+        kind: 'approval',
+        key: call.key,
+        trajectoryId,
+        turn: call.turn,
+        callId: call.callId,
+        tool: call.tool,
+        target: wait?.target ?? '',
+        generation: null,
+        sinceMs: wait?.sinceMs ?? startMs,
+        probes: null,
+        saw: null,
+        trajectoryStatus: view?.status ?? null,
+      });
+    }
+  }
+  return items;
+}
+
+async function pendingApprovalTrajectories(
+  client: SettleClient,
+): Promise<{ trajectoryId: string; startMs: number; status: string | null }[]> {
+  const found: { trajectoryId: string; startMs: number; status: string | null }[] = [];
+  const query = `${SA_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"`;
+  for await (const w of client.client.workflow.list({ query })) {
+    found.push({
+      trajectoryId: w.workflowId,
+      startMs: w.startTime.getTime(),
+      status: w.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null,
+    });
+    if (found.length >= MAX_TRAJECTORIES) break;
+  }
+  return found;
+}
+
+/** The trajectory's calls and current wait, if it answers within the deadline (a closed or workerless one may not). */
+async function viewOf(client: SettleClient, trajectoryId: string, knownStatus?: string | null): Promise<TrajectoryView> {
+  const handle = client.handle(trajectoryId);
+  const answer = async (): Promise<TrajectoryView> => {
+    const description = await handle.describe();
+    const status = knownStatus ?? description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null;
+    if (description.status.name !== 'RUNNING') return { calls: null, waitingFor: null, status };
+    const [calls, waitingFor] = await Promise.all([handle.query(callsQuery), handle.query(waitingForQuery)]);
+    return { calls, waitingFor, status };
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<TrajectoryView>((resolve) => {
+    timer = setTimeout(() => resolve({ calls: null, waitingFor: null, status: knownStatus ?? null }), QUERY_DEADLINE_MS);
+  });
+  try {
+    return await Promise.race([answer().catch(() => ({ calls: null, waitingFor: null, status: knownStatus ?? null })), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function fromRecord(r: EndpointRecord, kind: InboxKind, sinceMs: number, view: TrajectoryView | undefined): InboxItem {
+  const call = view?.calls?.find((c) => c.key === r.key);
+  const waiting = view?.waitingFor && view.waitingFor.includes(r.key.slice(0, 16)) ? explanationOf(view.waitingFor) : null;
+  return {
+    kind,
+    key: r.key,
+    trajectoryId: r.trajectoryId,
+    turn: r.turn,
+    callId: r.callId,
+    tool: r.tool,
+    target: targetOf(r.intent, r.args),
+    generation: r.generation,
+    sinceMs,
+    probes: call?.probes ?? null,
+    saw: [r.detail, waiting].filter((t): t is string => !!t).join(' · ') || null,
+    trajectoryStatus: view?.status ?? null,
+  };
+}
+
+/** The recorded intent, read as an operator needs it: the file and its hashes, the command and hosts. */
+export function targetOf(intent: unknown, args: unknown): string {
+  const i = (intent && typeof intent === 'object' ? intent : {}) as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  if (text(i.path)) {
+    const hashes = [
+      text(i.sha256_before) && `before ${text(i.sha256_before)!.slice(0, 12)}`,
+      text(i.sha256_after) && `after ${text(i.sha256_after)!.slice(0, 12)}`,
+    ];
+    return [`path ${text(i.path)}`, hashes.filter(Boolean).length ? `sha256 ${hashes.filter(Boolean).join(', ')}` : null]
+      .filter(Boolean)
+      .join(' · ');
+  }
+  if (text(i.command)) {
+    const hosts = Array.isArray(i.egress) ? i.egress.filter((h): h is string => typeof h === 'string') : [];
+    return [`command ${text(i.command)}`, text(i.cwd) && `in ${text(i.cwd)}`, hosts.length ? `hosts ${hosts.join(', ')}` : null]
+      .filter(Boolean)
+      .join(' · ');
+  }
+  return args && typeof args === 'object' ? describeArgs(args as Record<string, unknown>) : '';
+}
+
+/** The wait's target and start, from the first line of the trajectory's current details (core/operator-details.ts). */
+function parseWait(details: string, key: string): { target: string; sinceMs: number | null } | null {
+  const first = details.split('\n')[0] ?? '';
+  if (!first.includes(key.slice(0, 16))) return null;
+  const parts = first.split(' · ');
+  // "`tool` `target`": the target is what follows the tool's code span.
+  const target = (parts[1] ?? '')
+    .replace(/^`[^`]*`\s*/, '')
+    .replace(/`/g, '')
+    .trim();
+  const since = /since (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC/.exec(first)?.[1];
+  return { target, sinceMs: since ? Date.parse(`${since.replace(' ', 'T')}Z`) : null };
+}
+
+/** The last paragraph of the current details: why it waits, with the probe's last answer. */
+function explanationOf(details: string): string {
+  const paragraphs = details.split('\n\n');
+  // Its last sentence points at the commands shown with it, which the console replaces with buttons.
+  return (paragraphs[paragraphs.length - 1] ?? '')
+    .replace(/`/g, '')
+    .replace(/\s*Check whether it did, then settle it with one of the commands above\.$/, '')
+    .trim();
+}
