@@ -26,7 +26,7 @@ import { emitCallEvent } from './observability/events';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
 import type { OperatorKeys } from './operator/operator-keys';
 import { verifyCredential } from './operator/operator-credentials';
-import { InputError } from '../core/errors';
+import { InputError, errorMessage } from '../core/errors';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from './settled/watch-record';
 import { ToolRegistry } from './tools/registry';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
@@ -358,7 +358,7 @@ export function createActivities({
       // reason to retry the activity or fail the turn.
       const run = tool
         .run(args, { workspace: input.workspace })
-        .catch((err: unknown) => failed(`${input.tool} failed: ${err instanceof Error ? err.message : String(err)}`));
+        .catch((err: unknown) => failed(`${input.tool} failed: ${errorMessage(err)}`));
       const [observation] = await Promise.all([run, counted]);
       const bounded = boundObservation(observation);
       return { outcome: isErrorObservation(bounded) ? 'error' : 'ok', kind: 'observed', observation: bounded };

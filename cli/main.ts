@@ -10,7 +10,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { canonicalJson } from '../core/jcs';
 import { parseIJson } from '../core/json-text';
 import { deriveKey } from '../core/key';
-import { InputError } from '../core/errors';
+import { InputError, errorMessage } from '../core/errors';
 import { isRecordState, RECORD_STATES } from '../core/records';
 import { UsageError } from './usage-error';
 import { assertArgumentsUtf8 } from './argv-bytes';
@@ -301,6 +301,6 @@ try {
     console.error(`settle: ${err.message}`);
     process.exit(2);
   }
-  console.error(`settle: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(`settle: ${errorMessage(err)}`);
   process.exit(1);
 }

@@ -13,3 +13,8 @@ export class InputError extends Error {
     super(`${field} must ${rule}`);
   }
 }
+
+/** What went wrong, for a log line or an observation: an Error's message, or whatever was thrown, as text. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

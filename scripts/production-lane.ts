@@ -32,6 +32,7 @@ import { findTemporalCli, LOW_LATENCY_DYNAMIC_CONFIG } from '../stack/temporal';
 import { settleBundleOptions } from '../workers/workflow-bundle';
 import { generateOperatorKey } from '../activities/operator/operator-keys';
 import { TEST_OPERATOR } from '../test/support/operator-name';
+import { errorMessage } from '../core/errors';
 
 const BIN = path.join(SETTLE_DIR, 'bin');
 const LANE_DIR = path.join(SETTLE_DIR, 'production');
@@ -359,7 +360,7 @@ const quiet = { log: () => {}, trace: () => {}, debug: () => {}, info: () => {},
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`[production] ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`[production] ${errorMessage(err)}`);
     process.exit(1);
   },
 );

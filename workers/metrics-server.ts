@@ -20,6 +20,7 @@ import { openDatabase } from '../activities/store/database';
 import { registerWorkerService } from '../activities/tools/egress-policy';
 import type { SettleMetrics } from '../activities/observability/metrics';
 import type { TemporalTarget } from '../client/connection';
+import { errorMessage } from '../core/errors';
 
 /** How long database-wide gauges are served from the cache before a scrape refreshes them. */
 export const GAUGE_MAX_AGE_MS = 15_000;
@@ -100,7 +101,7 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       // A gauge that cannot be read now keeps its last value; the scrape still answers.
       const gaugeError = await cachedGauges().then(
         () => null,
-        (err: unknown) => (err instanceof Error ? err.message : String(err)),
+        (err: unknown) => errorMessage(err),
       );
       const temporal = options.temporalMetricsUrl
         ? await withTimeout(

@@ -22,6 +22,7 @@ import { jsonLine } from '../activities/observability/log';
 import { describeTarget, loadTemporalTarget } from '../client/connection';
 import { createSettleWorker } from './create-worker';
 import { startObservability } from './observability';
+import { errorMessage } from '../core/errors';
 
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
@@ -59,6 +60,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(jsonLine('error', `settle worker: ${err instanceof Error ? err.message : String(err)}`));
+  console.error(jsonLine('error', `settle worker: ${errorMessage(err)}`));
   process.exit(1);
 });

@@ -12,6 +12,7 @@ import { isTransientDatabaseError } from '../store/database';
 import { failpoint } from '../failpoints';
 import { emitCallEvent, type CallRef } from '../observability/events';
 import { LeaseLost, NoEffect, type Plan, type SettledTool, type ToolEnv } from './settled-tool';
+import { errorMessage } from '../../core/errors';
 
 export interface RunOptions {
   /** Lease on the database clock, renewed every `leaseMs / 3`. */
@@ -55,7 +56,7 @@ export async function runSettled<Args, Intent, Result>(
     plan = await tool.plan(call.args, env, { key: call.key });
   } catch (err) {
     // Planning is read-only: whatever went wrong, nothing was touched.
-    plan = { kind: 'failed', detail: `planning failed before any effect: ${message(err)}` };
+    plan = { kind: 'failed', detail: `planning failed before any effect: ${errorMessage(err)}` };
   }
   await failpoint('settled.before_intent');
   // What has no effect starts now and overlaps the claim's commit (SettledTool.prepare); it is
@@ -109,7 +110,7 @@ export async function runSettled<Args, Intent, Result>(
       // Best effort — the workflow probes anyway, and then finds the record settled.
       if (claim.leaseExpiredNow) {
         await probeRecord(store, tool, call.args, claim.record, env).catch((err: unknown) => {
-          console.warn(`settle: probe of ${call.tool} ${call.key.slice(0, 8)}… after its lease lapsed failed: ${message(err)}`);
+          console.warn(`settle: probe of ${call.tool} ${call.key.slice(0, 8)}… after its lease lapsed failed: ${errorMessage(err)}`);
         });
       }
       return { kind: 'in_doubt', generation: claim.record.generation, detail };
@@ -128,7 +129,7 @@ export async function runSettled<Args, Intent, Result>(
   const prepared = await preparing;
   if (prepared && !prepared.ok) {
     // A prepare that fails has had no effect (SettledTool.prepare): nothing to settle but the release.
-    return release(store, durable, ref, generation, `could not prepare the effect, nothing touched: ${message(prepared.error)}`, actor);
+    return release(store, durable, ref, generation, `could not prepare the effect, nothing touched: ${errorMessage(prepared.error)}`, actor);
   }
   await failpoint('settled.after_claim');
 
@@ -137,7 +138,7 @@ export async function runSettled<Args, Intent, Result>(
   // Once this executor recorded the outcome itself, what the tool kept for a probe can go.
   const recorded = () =>
     tool.afterSettled?.(call.args, intent, { key: call.key, generation }).catch((err: unknown) => {
-      console.warn(`settle: clean-up after ${call.tool} ${call.key.slice(0, 8)}… failed: ${message(err)}`);
+      console.warn(`settle: clean-up after ${call.tool} ${call.key.slice(0, 8)}… failed: ${errorMessage(err)}`);
     });
   let result: Result;
   try {
@@ -148,7 +149,7 @@ export async function runSettled<Args, Intent, Result>(
     if (err instanceof NoEffect) {
       return release(store, durable, ref, generation, `${err.name}: ${err.message}`, actor, recorded);
     }
-    const detail = `execution ended with an exception, effect unknown: ${message(err)}`;
+    const detail = `execution ended with an exception, effect unknown: ${errorMessage(err)}`;
     const marked = await durable('mark in doubt', () => store.markInDoubt(call.key, generation, detail, actor));
     if (marked.ok) {
       emitCallEvent({ event: 'in_doubt', generation, cause: 'exception', detail, ...ref });
@@ -366,8 +367,4 @@ function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false;
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
