@@ -8,7 +8,7 @@ import { parseIJson } from '../core/json-text';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
 import { reportOutcomeText } from '../core/outcome-label';
-import type { TrajectoryStatusReport } from '../client/index';
+import { deadlineExceeded, type TrajectoryStatusReport } from '../client/index';
 import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { resolveCall } from './resolve-call';
 import { mintCredential } from '../activities/operator/operator-credentials';
@@ -17,7 +17,7 @@ import { databaseConfigured, withClient, withStore } from './connections';
 import { fullKey, keyArgument, uniqueKey } from './key-prefix';
 import { formatTable } from './table';
 import { UsageError } from './usage-error';
-import { printable } from './terminal-text';
+import { printable, printableLines } from './terminal-text';
 
 export function registerTrajectoryCommands(program: Command): void {
   program
@@ -47,15 +47,18 @@ export function registerTrajectoryCommands(program: Command): void {
     .action(async (id: string, opts: { json: boolean }) => {
       await withClient(async (client) => {
         const status = await client.status(id).catch((err: Error) => {
+          if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
           throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
         });
-        // No worker: the records are what is known (the workflow cannot be asked).
-        const records = !status.workerPolling && status.runStatus !== 'COMPLETED' ? await recordsOf(id) : null;
+        // No worker, or no answer: the records are what is known (the workflow cannot be asked).
+        const records = status.unanswered || (!status.workerPolling && status.runStatus !== 'COMPLETED') ? await recordsOf(id) : null;
         if (opts.json) {
           console.log(JSON.stringify({ ...status, ...(records ? { records: records.rows ?? null } : {}) }, null, 2));
-          return;
+        } else {
+          printStatus(status, records);
         }
-        printStatus(status, records);
+        // A status without the trajectory's own answer is not a success.
+        if (status.unanswered) process.exitCode = 1;
       });
     });
 
@@ -207,8 +210,10 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
   }
   if (records) {
     console.log(
-      `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
-        '(start one: npm run worker, or settle dev). What its endpoint records say:',
+      status.unanswered
+        ? `${status.unanswered}. What its endpoint records say:`
+        : `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
+            '(start one: npm run worker, or settle dev). What its endpoint records say:',
     );
     if (records.note) console.log(records.note);
     else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
@@ -230,7 +235,7 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
     }
     return;
   }
-  if (status.waitingFor) console.log(`waiting for: ${printable(status.waitingFor)}`);
+  if (status.waitingFor) console.log(`waiting for: ${printableLines(status.waitingFor)}`);
   console.log(
     formatTable(
       ['turn', 'call', 'tool', 'level', 'key', 'state', 'resolution', 'outcome', 'attempts', 'probes'],

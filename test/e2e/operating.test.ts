@@ -110,6 +110,10 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
         '1',
       ]);
       expect(row.indexOf('IN_DOUBT')).toBe(header.indexOf('state'));
+      // The details block prints as lines that paste: no escaped line breaks.
+      expect(status.stdout).not.toContain('\\x0a');
+      expect(lines).toContain(`settle resolve ${key} \\`);
+      expect(lines).toContain(`  --generation 1 --as applied --reason 'what you checked'`);
 
       // The 16 digits status prints are enough to settle it.
       const resolved = await runSettleAsync(['resolve', key.slice(0, 16), '--as', 'applied', '--reason', 'deploy.log has the line'], {
@@ -153,6 +157,27 @@ describe('settle status without a worker', () => {
     } finally {
       await client.workflow.getHandle(trajectoryId).terminate('test done');
     }
+  });
+});
+
+describe('settle status right after a worker dies', { timeout: 240_000 }, () => {
+  it('gives up on the query after a deadline, says why in one line, shows the records and exits non-zero', async () => {
+    const call = await inDoubtShellCall(client, store);
+    // SIGKILL: the server still lists its poller, so status believes a worker polls and asks it.
+    await call.worker.kill();
+    const r = await runSettleAsync(['status', call.trajectoryId], { env: cliEnv });
+    expect(r.code).toBe(1);
+    const lines = r.stdout.split('\n');
+    expect(lines[1]).toMatch(/^the trajectory did not answer within 5 s: its worker is probably gone .*What its endpoint records say:$/);
+    const row = lines.find((l) => l.includes(call.key.slice(0, 16)))!;
+    expect(row.split(/\s{2,}/)).toEqual(['0', 'deploy', 'bash_execute', call.key.slice(0, 16), 'IN_DOUBT', '1', expect.any(String)]);
+    const json = JSON.parse((await runSettleAsync(['status', call.trajectoryId, '--json'], { env: cliEnv })).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(json.unanswered).toMatch(/did not answer/);
+    expect(json.records).toEqual([expect.objectContaining({ key: call.key, state: 'IN_DOUBT' })]);
+    await call.handle.terminate('test done');
   });
 });
 
