@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { SettleClient } from '../../client/index';
-import { SA_PARENT_TRAJECTORY } from '../../workflows/search-attributes';
+import { SA_PARENT_TRAJECTORY, SA_PROBLEM_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import type { TrajectoryResult } from '../../workflows/definitions';
 import { runSettle, runSettleAsync } from '../support/cli';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
@@ -230,6 +230,31 @@ describe('outcomes, summaries, approvals', () => {
     const outcomes = results.map((d) => (JSON.parse(Buffer.from(d).toString('utf8')) as { outcome?: string }).outcome);
     expect(outcomes).toEqual(['ok', 'error', 'replayed']);
     await settle.finish(id, 'completed', 'done');
+  });
+
+  it('a trajectory whose calls errored or were refused completes with problems; a clean one completes', async () => {
+    const ws = tempWorkspace('problems');
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'a\n');
+    const broken = uniqueId('problems');
+    await settle.start(broken, { workspace: ws });
+    await settle.runTurn(broken, 0, [
+      { call_id: 'e1', tool: 'file_edit', args: { path: path.join(ws, 'a.txt'), old_str: 'nope', new_str: 'x' } },
+      { call_id: 'e2', tool: 'no_such_tool', args: {} },
+    ]);
+    await settle.finish(broken, 'completed', 'done');
+    const clean = uniqueId('clean');
+    await settle.start(clean, { workspace: ws });
+    await settle.runTurn(clean, 0, [{ call_id: 'v1', tool: 'file_view', args: { path: path.join(ws, 'a.txt'), offset: 1, limit: 10 } }]);
+    await settle.finish(clean, 'completed', 'done');
+
+    const attributes = async (id: string) => {
+      await settle.handle(id).result();
+      const sa = (await settle.handle(id).describe()).typedSearchAttributes;
+      return { status: sa.get(SA_TRAJECTORY_STATUS), problems: sa.get(SA_PROBLEM_COUNT) };
+    };
+    expect(await attributes(broken)).toEqual({ status: 'completed_with_problems', problems: 2 });
+    expect(await attributes(clean)).toEqual({ status: 'completed', problems: 0 });
+    expect((await settle.status(broken)).status).toBe('completed_with_problems');
   });
 
   it('start sets the static summary (given or derived from the input)', async () => {
