@@ -3,7 +3,9 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { InputError } from '../core/errors';
+import { CATALOG } from '../core/tools/catalog';
 import { parseIJson } from '../core/json-text';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
@@ -31,8 +33,23 @@ export function registerTrajectoryCommands(program: Command): void {
       if (opts.summary !== undefined && !opts.summary.trim()) throw new UsageError('--summary: must be a non-empty text');
       await withClient(async (client) => {
         const { trajectoryId, ...input } = spec;
-        await client.start(trajectoryId, input, opts.summary !== undefined ? { summary: opts.summary } : {});
-        console.log(`started ${trajectoryId}`);
+        const earlier = await client
+          .handle(trajectoryId)
+          .describe()
+          .catch(() => null);
+        if (earlier?.status.name === 'RUNNING') throw duplicateId(trajectoryId);
+        await client.start(trajectoryId, input, opts.summary !== undefined ? { summary: opts.summary } : {}).catch((err: Error) => {
+          if (err instanceof WorkflowExecutionAlreadyStartedError) throw duplicateId(trajectoryId);
+          throw err;
+        });
+        console.log(`started ${printable(trajectoryId)}`);
+        if (earlier) {
+          // Keys derive from (trajectory id, turn, call): the same calls find their records.
+          console.error(
+            `note: ${printable(trajectoryId)} ran before (${earlier.status.name}): its calls keep their keys, ` +
+              'so a call that matches a recorded one replays its recorded result instead of running again',
+          );
+        }
       });
     });
 
@@ -140,6 +157,25 @@ export function registerTrajectoryCommands(program: Command): void {
     });
 }
 
+function duplicateId(trajectoryId: string): UsageError {
+  return new UsageError(
+    `trajectoryId: ${JSON.stringify(trajectoryId)} is already running; choose another id, or watch it (settle status ${trajectoryId})`,
+  );
+}
+
+/** Scripted calls must name a tool of the catalog (compiled into the CLI and the worker alike): refused now, not at run time. */
+function checkScriptedTools(spec: TrajectorySpec): void {
+  spec.turns?.forEach((turn, t) =>
+    turn.calls.forEach((call, c) => {
+      if (!Object.hasOwn(CATALOG, call.tool)) {
+        throw new UsageError(
+          `spec.turns[${t}].calls[${c}].tool must name a tool of the catalog (${Object.keys(CATALOG).join(', ')}); got ${JSON.stringify(call.tool)}`,
+        );
+      }
+    }),
+  );
+}
+
 function readSpec(specPath: string, capPath?: string): TrajectorySpec {
   // Bytes through the strict I-JSON parser: the spec's scripted args become keys, so invalid
   // UTF-8, repeated members, rounded numbers and absurd nesting are refused here (exit 2).
@@ -151,7 +187,9 @@ function readSpec(specPath: string, capPath?: string): TrajectorySpec {
   }
   const issues = allIssues(TrajectorySpecSchema(), json, 'spec');
   if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
-  return TrajectorySpecSchema().parse(json);
+  const spec = TrajectorySpecSchema().parse(json);
+  checkScriptedTools(spec);
+  return spec;
 }
 
 function readBytes(file: string | 0, flag: string): Uint8Array {
