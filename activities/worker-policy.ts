@@ -84,7 +84,7 @@ function canonicalRoot(root: string): string {
     throw err;
   }
   if (lexical === '/') throw new InputError(WORKSPACE_ROOT_VARIABLE, 'not be / (a root holds workspaces, not the host)');
-  if (lexical === DEFAULT_WORKSPACE_ROOT) fs.mkdirSync(lexical, { recursive: true, mode: 0o700 });
+  if (lexical === DEFAULT_WORKSPACE_ROOT) ensureDefaultRoot(lexical);
   let real: string;
   try {
     real = fs.realpathSync(lexical);
@@ -94,6 +94,18 @@ function canonicalRoot(root: string): string {
   if (!fs.statSync(real).isDirectory()) throw new InputError(WORKSPACE_ROOT_VARIABLE, `name a directory (got ${real})`);
   if (real === '/') throw new InputError(WORKSPACE_ROOT_VARIABLE, `not resolve to / (${lexical} → /)`);
   return real;
+}
+
+/**
+ * The default root, made 0711: sandboxed commands run as an unprivileged user, whose bubblewrap
+ * must pass through the root to reach a workspace (0700 fails with "Can't find source path …
+ * Permission denied"); no one but its owner may list or write it. A root an earlier version made
+ * 0700 is opened up the same way.
+ */
+function ensureDefaultRoot(root: string): void {
+  fs.mkdirSync(root, { recursive: true, mode: 0o711 });
+  const st = fs.statSync(root);
+  if (st.uid === process.getuid?.() && (st.mode & 0o777) === 0o700) fs.chmodSync(root, 0o711);
 }
 
 function list(value: string | undefined): string[] {

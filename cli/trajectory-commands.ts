@@ -3,12 +3,14 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { InputError } from '../core/errors';
+import { CATALOG } from '../core/tools/catalog';
 import { parseIJson } from '../core/json-text';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
 import { reportOutcomeText } from '../core/outcome-label';
-import type { TrajectoryStatusReport } from '../client/index';
+import { deadlineExceeded, type TrajectoryStatusReport } from '../client/index';
 import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { approveCall, resolveCall, verdictOf } from './resolve-call';
 import { operatorSigner, verifyingKeys } from './operator-key';
@@ -16,7 +18,7 @@ import { databaseConfigured, withClient, withStore } from './connections';
 import { fullKey, keyArgument, uniqueKey } from './key-prefix';
 import { formatTable } from './table';
 import { UsageError } from './usage-error';
-import { printable } from './terminal-text';
+import { printable, printableLines } from './terminal-text';
 
 export function registerTrajectoryCommands(program: Command): void {
   program
@@ -30,8 +32,23 @@ export function registerTrajectoryCommands(program: Command): void {
       if (opts.summary !== undefined && !opts.summary.trim()) throw new UsageError('--summary: must be a non-empty text');
       await withClient(async (client) => {
         const { trajectoryId, ...input } = spec;
-        await client.start(trajectoryId, input, opts.summary !== undefined ? { summary: opts.summary } : {});
-        console.log(`started ${trajectoryId}`);
+        const earlier = await client
+          .handle(trajectoryId)
+          .describe()
+          .catch(() => null);
+        if (earlier?.status.name === 'RUNNING') throw duplicateId(trajectoryId);
+        await client.start(trajectoryId, input, opts.summary !== undefined ? { summary: opts.summary } : {}).catch((err: Error) => {
+          if (err instanceof WorkflowExecutionAlreadyStartedError) throw duplicateId(trajectoryId);
+          throw err;
+        });
+        console.log(`started ${printable(trajectoryId)}`);
+        if (earlier) {
+          // Keys derive from (trajectory id, turn, call): the same calls find their records.
+          console.error(
+            `note: ${printable(trajectoryId)} ran before (${earlier.status.name}): its calls keep their keys, ` +
+              'so a call that matches a recorded one replays its recorded result instead of running again',
+          );
+        }
       });
     });
 
@@ -46,15 +63,18 @@ export function registerTrajectoryCommands(program: Command): void {
     .action(async (id: string, opts: { json: boolean }) => {
       await withClient(async (client) => {
         const status = await client.status(id).catch((err: Error) => {
+          if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
           throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
         });
-        // No worker: the records are what is known (the workflow cannot be asked).
-        const records = !status.workerPolling && status.runStatus !== 'COMPLETED' ? await recordsOf(id) : null;
+        // No worker, or no answer: the records are what is known (the workflow cannot be asked).
+        const records = status.unanswered || (!status.workerPolling && status.runStatus !== 'COMPLETED') ? await recordsOf(id) : null;
         if (opts.json) {
           console.log(JSON.stringify({ ...status, ...(records ? { records: records.rows ?? null } : {}) }, null, 2));
-          return;
+        } else {
+          printStatus(status, records);
         }
-        printStatus(status, records);
+        // A status without the trajectory's own answer is not a success.
+        if (status.unanswered) process.exitCode = 1;
       });
     });
 
@@ -136,6 +156,25 @@ export function registerTrajectoryCommands(program: Command): void {
     });
 }
 
+function duplicateId(trajectoryId: string): UsageError {
+  return new UsageError(
+    `trajectoryId: ${JSON.stringify(trajectoryId)} is already running; choose another id, or watch it (settle status ${trajectoryId})`,
+  );
+}
+
+/** Scripted calls must name a tool of the catalog (compiled into the CLI and the worker alike): refused now, not at run time. */
+function checkScriptedTools(spec: TrajectorySpec): void {
+  spec.turns?.forEach((turn, t) =>
+    turn.calls.forEach((call, c) => {
+      if (!Object.hasOwn(CATALOG, call.tool)) {
+        throw new UsageError(
+          `spec.turns[${t}].calls[${c}].tool must name a tool of the catalog (${Object.keys(CATALOG).join(', ')}); got ${JSON.stringify(call.tool)}`,
+        );
+      }
+    }),
+  );
+}
+
 function readSpec(specPath: string, capPath?: string): TrajectorySpec {
   // Bytes through the strict I-JSON parser: the spec's scripted args become keys, so invalid
   // UTF-8, repeated members, rounded numbers and absurd nesting are refused here (exit 2).
@@ -147,7 +186,9 @@ function readSpec(specPath: string, capPath?: string): TrajectorySpec {
   }
   const issues = allIssues(TrajectorySpecSchema(), json, 'spec');
   if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
-  return TrajectorySpecSchema().parse(json);
+  const spec = TrajectorySpecSchema().parse(json);
+  checkScriptedTools(spec);
+  return spec;
 }
 
 function readBytes(file: string | 0, flag: string): Uint8Array {
@@ -206,8 +247,10 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
   }
   if (records) {
     console.log(
-      `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
-        '(start one: npm run worker, or settle dev). What its endpoint records say:',
+      status.unanswered
+        ? `${status.unanswered}. What its endpoint records say:`
+        : `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
+            '(start one: npm run worker, or settle dev). What its endpoint records say:',
     );
     if (records.note) console.log(records.note);
     else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
@@ -229,7 +272,7 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
     }
     return;
   }
-  if (status.waitingFor) console.log(`waiting for: ${printable(status.waitingFor)}`);
+  if (status.waitingFor) console.log(`waiting for: ${printableLines(status.waitingFor)}`);
   console.log(
     formatTable(
       ['turn', 'call', 'tool', 'level', 'key', 'state', 'resolution', 'outcome', 'attempts', 'probes'],

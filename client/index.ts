@@ -52,6 +52,13 @@ export { DEFAULT_TASK_QUEUE } from './connection';
 /** A long poll lasts up to about a minute; a poller not seen for longer is gone. */
 const POLLER_LIVENESS_MS = 90_000;
 
+/**
+ * How long `status` waits for any one answer. The server keeps a dead worker's poller listed for
+ * about two minutes, and a query routed to it waits out the server's own timeout: the CLI says
+ * so after this long instead of printing an empty table.
+ */
+export const STATUS_DEADLINE_MS = 5_000;
+
 export interface StartOptions {
   /** The workflow's static summary in the Web UI (default: what the input says it does). */
   summary?: string;
@@ -106,6 +113,8 @@ export interface TrajectoryStatusReport {
   pendingApprovals: number;
   waitingFor: string | null;
   calls: CallReport[];
+  /** Why the trajectory's own answer (calls, waitingFor) is missing, in one line; null when it answered or was not asked. */
+  unanswered: string | null;
 }
 
 export class SettleClient {
@@ -197,26 +206,31 @@ export class SettleClient {
     return this.handle(trajectoryId).result();
   }
 
-  async status(trajectoryId: string): Promise<TrajectoryStatusReport> {
+  async status(trajectoryId: string, deadlineMs = STATUS_DEADLINE_MS): Promise<TrajectoryStatusReport> {
+    const bounded = <T>(fn: () => Promise<T>): Promise<T> => this.client.connection.withDeadline(Date.now() + deadlineMs, fn);
     const handle = this.handle(trajectoryId);
-    const description = await handle.describe();
+    const description = await bounded(() => handle.describe());
     const sa = description.typedSearchAttributes;
     const taskQueue = description.taskQueue;
     let calls: CallReport[] = [];
     let waitingFor: string | null = null;
-    // A query needs a worker: with none polling, it would hang until its deadline (~30 s) and
-    // answer nothing. Ask the task queue first; the CLI then shows the endpoint records instead.
-    const [workerPolling, subAgents] = await Promise.all([this.workerPolling(taskQueue), this.subAgents(trajectoryId)]);
-    if (description.status.name === 'COMPLETED') {
-      // A closed trajectory answers from its result: no worker needed.
-      calls = (await handle.result()).calls;
-    } else if (workerPolling) {
-      try {
-        calls = await handle.query(callsQuery);
-        waitingFor = await handle.query(waitingForQuery);
-      } catch {
-        // A closed workflow whose worker is gone cannot answer queries.
+    let unanswered: string | null = null;
+    // A query needs a worker: with none polling, it would hang until its deadline and answer
+    // nothing. Ask the task queue first; the CLI then shows the endpoint records instead.
+    const [workerPolling, subAgents] = await Promise.all([
+      bounded(() => this.workerPolling(taskQueue)),
+      bounded(() => this.subAgents(trajectoryId)),
+    ]);
+    try {
+      if (description.status.name === 'COMPLETED') {
+        // A closed trajectory answers from its result: no worker needed.
+        calls = (await bounded(() => handle.result())).calls;
+      } else if (workerPolling) {
+        calls = await bounded(() => handle.query(callsQuery));
+        waitingFor = await bounded(() => handle.query(waitingForQuery));
       }
+    } catch (err) {
+      unanswered = unansweredReason(err, deadlineMs, description.status.name);
     }
     const summary = (await description.staticSummary()) ?? null;
     return {
@@ -231,6 +245,7 @@ export class SettleClient {
       pendingApprovals: sa.get(SA_PENDING_APPROVALS) ?? 0,
       waitingFor,
       calls,
+      unanswered,
     };
   }
 
@@ -275,4 +290,24 @@ export class SettleClient {
   handle(trajectoryId: string): WorkflowHandle<typeof trajectoryWorkflow> {
     return this.client.workflow.getHandle<typeof trajectoryWorkflow>(trajectoryId);
   }
+}
+
+/** gRPC's DEADLINE_EXCEEDED, on the error or a cause of it (the SDK wraps it: "Failed to query workflow"). */
+export function deadlineExceeded(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === 4) return true;
+  }
+  return false;
+}
+
+/** One line: why a trajectory did not answer `status` (deadline, or the server's reason). */
+function unansweredReason(err: unknown, deadlineMs: number, runStatus: string): string {
+  if (deadlineExceeded(err)) {
+    return runStatus === 'RUNNING'
+      ? `the trajectory did not answer within ${deadlineMs / 1000} s: its worker is probably gone (the server lists a dead worker's poller for about two minutes)`
+      : `Temporal did not return the ${runStatus} trajectory's result within ${deadlineMs / 1000} s`;
+  }
+  let reason = (err as Error).message ?? String(err);
+  for (let e = (err as { cause?: unknown }).cause; e instanceof Error; e = (e as { cause?: unknown }).cause) reason = e.message;
+  return `the trajectory did not answer: ${reason.split('\n')[0]}`;
 }

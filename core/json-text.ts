@@ -375,7 +375,12 @@ class Parser {
   }
 
   private syntax(what: string): InputError {
-    const at = this.i < this.text.length ? `${JSON.stringify(this.text.slice(this.i, this.i + 12))} at offset ${this.i}` : 'the end';
+    // Line and column (1-based, in characters) find the place in an editor; the offset stays for tools.
+    const before = this.text.slice(0, this.i);
+    const line = before.split('\n').length;
+    const column = this.i - before.lastIndexOf('\n');
+    const where = `line ${line}, column ${column} (offset ${this.i})`;
+    const at = this.i < this.text.length ? `${JSON.stringify(this.text.slice(this.i, this.i + 12))} at ${where}` : `the end at ${where}`;
     return new InputError(this.field, `be valid JSON (${what}; found ${at})`);
   }
 }

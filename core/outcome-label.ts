@@ -73,6 +73,14 @@ export function reportLabel(r: ReportLike): OutcomeLabel {
   return r.resolution === 'replayed' ? 'replayed' : 'ok';
 }
 
+/** Labels of calls that did not do what was asked: a trajectory with any completes "with problems". */
+const PROBLEM_LABELS: readonly OutcomeLabel[] = ['error', 'denied', 'invalid', 'gave_up', 'in_doubt'];
+
+/** How many of a trajectory's calls were denied, errored, invalid, given up or left in doubt. */
+export function problemCount(reports: readonly ReportLike[]): number {
+  return reports.filter((r) => PROBLEM_LABELS.includes(reportLabel(r))).length;
+}
+
 /** The label and, for a failure, the first line of its error: "error: old_str matched 0 blocks…". */
 export function reportOutcomeText(r: ReportLike, maxChars = 60): string {
   const label = reportLabel(r);

@@ -86,7 +86,10 @@ export const ModelDriverSchema = lazy(() =>
        */
       apiKeyEnv: z
         .string()
-        .regex(/^[A-Z_][A-Z0-9_]*$/)
+        .regex(
+          /^[A-Z_][A-Z0-9_]*$/,
+          'be an environment variable name: capital letters, digits and _, not starting with a digit (e.g. MODEL_API_KEY)',
+        )
         .max(128)
         .refine((name) => !isReservedVariable(name), { error: RESERVED_VARIABLES_RULE })
         .optional(),

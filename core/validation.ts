@@ -44,8 +44,11 @@ function ruleOf(issue: Issue, got: unknown): string {
           ? `have at least ${issue.minimum} items`
           : `be at least ${issue.minimum} (got ${shown})`;
     case 'invalid_format':
+      // A schema's own message says what a valid value looks like; a bare regex is the last resort.
       return issue.format === 'regex'
-        ? `match the pattern ${(issue as { pattern?: string }).pattern} (got ${shown})`
+        ? issue.message && !issue.message.startsWith('Invalid string')
+          ? `${issue.message} (got ${shown})`
+          : `match the pattern ${(issue as { pattern?: string }).pattern} (got ${shown})`
         : `be a valid ${issue.format}`;
     case 'unrecognized_keys':
       return `contain only the declared fields; remove ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;

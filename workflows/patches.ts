@@ -45,15 +45,27 @@ export type ImpliedPatch = (typeof IMPLIED_PATCHES)[number];
  */
 export const PATCH_LEAN_CALLS = 'settle-2026-12-lean-calls';
 
+/**
+ * Patch id: implies PATCH_LEAN_CALLS (and so everything it implies), and that a completing
+ * trajectory counts its problem calls (denied, errored, invalid, given up, in doubt:
+ * core/outcome-label.ts problemCount), upserts SettleProblemCount with its final status, and
+ * reads completed_with_problems when any. Asked first, so a new run still records one marker;
+ * histories without it complete as they did.
+ */
+export const PATCH_PROBLEM_COUNT = 'settle-2026-12-problem-count';
+
 /** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
 export class Patches {
   /** This run recorded (or replays) settle-2026-12, or a patch that implies it. */
   readonly current: boolean;
-  /** This run recorded (or replays) PATCH_LEAN_CALLS. */
+  /** This run recorded (or replays) PATCH_LEAN_CALLS, or a patch that implies it. */
   readonly leanCalls: boolean;
+  /** This run recorded (or replays) PATCH_PROBLEM_COUNT. */
+  readonly problemCount: boolean;
 
   constructor() {
-    this.leanCalls = patched(PATCH_LEAN_CALLS);
+    this.problemCount = patched(PATCH_PROBLEM_COUNT);
+    this.leanCalls = this.problemCount || patched(PATCH_LEAN_CALLS);
     this.current = this.leanCalls || patched(PATCH_SETTLE_2026_12);
   }
 

@@ -13,7 +13,13 @@ import { RunTurnInputSchema } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 import type { ApproveCallInput, CallReport, CarriedState, FinishInput, RunTurnInput, SettleCallInput } from './definitions';
 import { Patches } from './patches';
-import { SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS, type TrajectoryStatus } from './search-attributes';
+import {
+  SA_IN_DOUBT_COUNT,
+  SA_PENDING_APPROVALS,
+  SA_PROBLEM_COUNT,
+  SA_TRAJECTORY_STATUS,
+  type TrajectoryStatus,
+} from './search-attributes';
 
 /** Patch id: search attributes are upserted only when their values change. */
 export const PATCH_UPSERT_ON_CHANGE = 'upsert-search-attributes-on-change-v1';
@@ -163,7 +169,7 @@ export class TrajectoryState {
   // ── what SREs see ─────────────────────────────────────────────────────────────────────────
 
   /** Updates the search attributes and the current details shown in the Web UI. */
-  publish(status: TrajectoryStatus, details: string): void {
+  publish(status: TrajectoryStatus, details: string, problems: number | null = null): void {
     this.status = status;
     this.waitingFor = details;
     setCurrentDetails(details); // metadata, not a history event: free to update often
@@ -177,6 +183,7 @@ export class TrajectoryState {
       { key: SA_TRAJECTORY_STATUS, value: values.status },
       { key: SA_IN_DOUBT_COUNT, value: values.inDoubt },
       { key: SA_PENDING_APPROVALS, value: values.approvals },
+      ...(problems !== null ? [{ key: SA_PROBLEM_COUNT, value: problems }] : []),
     ]);
   }
 

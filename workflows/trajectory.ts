@@ -27,6 +27,7 @@ import { parseToolArguments } from '../core/json-text';
 import type { ChatMessage, ChatToolCall } from '../core/model/chat';
 import { fitConversation, fitObservations, fitReports, MAX_TURN_RESULT_CHARS, MAX_TURN_TOOL_MESSAGES_CHARS } from '../core/history-budget';
 import { failed, type Observation } from '../core/observation';
+import { problemCount } from '../core/outcome-label';
 import { publishedCatalog } from '../core/tools/catalog';
 import { TrajectoryInputSchema } from '../core/trajectory-input';
 import { isReservedChildId, parentOfChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
@@ -133,7 +134,13 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
       details: [{ trajectoryId, outcome: 'failed', ...resultCalls(state), reason, compensations } satisfies TrajectoryResult],
     });
   }
-  state.publish('completed', `completed ${state.reports.length} calls: ${reason}`);
+  // A trajectory whose calls were denied or errored must not read as plain "completed".
+  const problems = patches.problemCount ? problemCount(state.reports) : null;
+  state.publish(
+    problems ? 'completed_with_problems' : 'completed',
+    `completed ${state.reports.length} calls${problems ? ` (${problems} with problems)` : ''}: ${reason}`,
+    problems,
+  );
   await condition(allHandlersFinished);
   return { trajectoryId, outcome: 'completed', ...resultCalls(state), finalAnswer, reason };
 }

@@ -37,7 +37,7 @@ export const CapabilityBody = lazy(() =>
         .string()
         .min(1)
         .max(64)
-        .regex(/^[A-Za-z0-9._-]+$/),
+        .regex(/^[A-Za-z0-9._-]+$/, 'be letters, digits, ".", "_" or "-" only'),
       aud: z.string().min(1).max(255),
       rights: z.array(z.enum(RIGHTS)).min(1).max(4),
       objects: z.array(ObjectSpec()).min(1).max(64),
@@ -54,7 +54,7 @@ export const CapabilityBody = lazy(() =>
       /** Digest of the parent token; null for a root capability. */
       parent: z
         .string()
-        .regex(/^[0-9a-f]{64}$/)
+        .regex(/^[0-9a-f]{64}$/, 'be 64 lowercase hex digits (a SHA-256 digest)')
         .nullable(),
       depth: z.number().int().min(0).max(16),
     })

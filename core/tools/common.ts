@@ -6,5 +6,8 @@ export const absolutePath = (description: string) =>
   z
     .string()
     .max(1024)
-    .regex(/^\/([a-zA-Z0-9_.-]+\/)*[a-zA-Z0-9_.-]+$/)
+    .regex(
+      /^\/([a-zA-Z0-9_.-]+\/)*[a-zA-Z0-9_.-]+$/,
+      'be an absolute path of names made of letters, digits, ".", "_" and "-" (e.g. /work/src/app.ts)',
+    )
     .describe(description);

@@ -223,6 +223,60 @@ describe('settle start / status', () => {
     expect(both.stderr.trim()).toBe('settle: spec.model must not be given together with turns (choose one driver)');
   });
 
+  it('refuses an unknown tool, names line and column of a JSON error and says what a valid value looks like, before anything starts', async () => {
+    const ws = tempWorkspace('spec-checks');
+    const spec = path.join(ws, 'spec.json');
+    const cases: [string, string][] = [
+      [
+        JSON.stringify({ trajectoryId: 'x', workspace: ws, turns: [{ turn: 0, calls: [{ call_id: 'c', tool: 'rm_rf', args: {} }] }] }),
+        'settle: spec.turns[0].calls[0].tool must name a tool of the catalog (',
+      ],
+      [
+        `{\n  "trajectoryId": "x",\n  workspace: 1\n}`,
+        'settle: spec must be valid JSON (expected a member name in double quotes; found "workspace: 1" at line 3, column 3',
+      ],
+      [
+        JSON.stringify({
+          trajectoryId: 'x',
+          workspace: ws,
+          model: { baseUrl: 'http://127.0.0.1:1/v1', model: 'm', task: 't', apiKeyEnv: 'my-key' },
+        }),
+        'settle: spec.model.apiKeyEnv must be an environment variable name: capital letters, digits and _, not starting with a digit (e.g. MODEL_API_KEY) (got "my-key")',
+      ],
+    ];
+    for (const [content, message] of cases) {
+      fs.writeFileSync(spec, content);
+      const r = await settle(['start', spec], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr.trim()).toContain(message);
+    }
+  });
+
+  it('names the trajectory id when it is already running, and says a completed one replays its calls', async () => {
+    const ws = tempWorkspace('spec-again');
+    const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: worker.taskQueue };
+    const running = uniqueId('again');
+    const spec = path.join(ws, 'spec.json');
+    fs.writeFileSync(spec, JSON.stringify({ trajectoryId: running, workspace: ws }));
+    expect((await settle(['start', spec], env)).code).toBe(0);
+    const twice = await settle(['start', spec], env);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr.trim()).toBe(
+      `settle: trajectoryId: "${running}" is already running; choose another id, or watch it (settle status ${running})`,
+    );
+    await worker.client.workflow.getHandle(running).terminate('test done');
+
+    const done = uniqueId('again');
+    fs.writeFileSync(spec, JSON.stringify({ trajectoryId: done, workspace: ws, turns: [] }));
+    expect((await settle(['start', spec], env)).code).toBe(0);
+    await worker.client.workflow.getHandle(done).result();
+    const again = await settle(['start', spec], env);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain(`note: ${done} ran before (COMPLETED): its calls keep their keys`);
+    await worker.client.workflow.getHandle(done).result();
+  });
+
   it('reads the spec as strict I-JSON: a repeated member, a rounded number or invalid UTF-8 exits 2 before anything starts', async () => {
     const ws = tempWorkspace('spec-strict');
     const spec = path.join(ws, 'spec.json');

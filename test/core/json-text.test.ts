@@ -297,9 +297,9 @@ describe('parseIJson refuses what would let two different calls share a key', ()
     expect(err.rule).toMatch(rule);
   });
 
-  it('names the place of a syntax error by offset', () => {
-    expect(refusal(() => parseIJson('{"path": "/a", offset: 1', { field: 'args' })).message).toBe(
-      'args must be valid JSON (expected a member name in double quotes; found "offset: 1" at offset 15)',
+  it('names the place of a syntax error by line, column and offset', () => {
+    expect(refusal(() => parseIJson('{\n  "path": "/a",\n  offset: 1', { field: 'args' })).message).toBe(
+      'args must be valid JSON (expected a member name in double quotes; found "offset: 1" at line 3, column 3 (offset 20))',
     );
     expect(refusal(() => parseIJson('[1,', { field: 'args' })).message).toBe(
       'args must be valid JSON (unexpected end of the text, expected a value; found the end)',

@@ -47,7 +47,7 @@ describe('the input contract', () => {
   it('spec, client request and workflow input apply the same rules and name the same field', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ workspace: ws, leaseMs: 100 }, 'leaseMs must be at least 500 (got 100)'],
-      [{ workspace: 'relative/dir' }, 'workspace must match the pattern'],
+      [{ workspace: 'relative/dir' }, 'workspace must be an absolute path without NUL characters (got "relative/dir")'],
       [
         { workspace: ws, turns: [{ turn: 0, calls: [{ call_id: 'x'.repeat(256), tool: 'file_view', args: {} }] }] },
         'call_id must have at most 255 characters',

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { SettleClient } from '../../client/index';
-import { SA_PARENT_TRAJECTORY } from '../../workflows/search-attributes';
+import { SA_PARENT_TRAJECTORY, SA_PROBLEM_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import type { TrajectoryResult } from '../../workflows/definitions';
 import { runSettle, runSettleAsync } from '../support/cli';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
@@ -112,6 +112,10 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
         '1',
       ]);
       expect(row.indexOf('IN_DOUBT')).toBe(header.indexOf('state'));
+      // The details block prints as lines that paste: no escaped line breaks.
+      expect(status.stdout).not.toContain('\\x0a');
+      expect(lines).toContain(`settle resolve ${key} \\`);
+      expect(lines).toContain(`  --generation 1 --as applied --reason 'what you checked'`);
 
       // The 16 digits status prints are enough to settle it.
       const resolved = await runSettleAsync(['resolve', key.slice(0, 16), '--as', 'applied', '--reason', 'deploy.log has the line'], {
@@ -155,6 +159,27 @@ describe('settle status without a worker', () => {
     } finally {
       await client.workflow.getHandle(trajectoryId).terminate('test done');
     }
+  });
+});
+
+describe('settle status right after a worker dies', { timeout: 240_000 }, () => {
+  it('gives up on the query after a deadline, says why in one line, shows the records and exits non-zero', async () => {
+    const call = await inDoubtShellCall(client, store);
+    // SIGKILL: the server still lists its poller, so status believes a worker polls and asks it.
+    await call.worker.kill();
+    const r = await runSettleAsync(['status', call.trajectoryId], { env: cliEnv });
+    expect(r.code).toBe(1);
+    const lines = r.stdout.split('\n');
+    expect(lines[1]).toMatch(/^the trajectory did not answer within 5 s: its worker is probably gone .*What its endpoint records say:$/);
+    const row = lines.find((l) => l.includes(call.key.slice(0, 16)))!;
+    expect(row.split(/\s{2,}/)).toEqual(['0', 'deploy', 'bash_execute', call.key.slice(0, 16), 'IN_DOUBT', '1', expect.any(String)]);
+    const json = JSON.parse((await runSettleAsync(['status', call.trajectoryId, '--json'], { env: cliEnv })).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(json.unanswered).toMatch(/did not answer/);
+    expect(json.records).toEqual([expect.objectContaining({ key: call.key, state: 'IN_DOUBT' })]);
+    await call.handle.terminate('test done');
   });
 });
 
@@ -207,6 +232,31 @@ describe('outcomes, summaries, approvals', () => {
     const outcomes = results.map((d) => (JSON.parse(Buffer.from(d).toString('utf8')) as { outcome?: string }).outcome);
     expect(outcomes).toEqual(['ok', 'error', 'replayed']);
     await settle.finish(id, 'completed', 'done');
+  });
+
+  it('a trajectory whose calls errored or were refused completes with problems; a clean one completes', async () => {
+    const ws = tempWorkspace('problems');
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'a\n');
+    const broken = uniqueId('problems');
+    await settle.start(broken, { workspace: ws });
+    await settle.runTurn(broken, 0, [
+      { call_id: 'e1', tool: 'file_edit', args: { path: path.join(ws, 'a.txt'), old_str: 'nope', new_str: 'x' } },
+      { call_id: 'e2', tool: 'no_such_tool', args: {} },
+    ]);
+    await settle.finish(broken, 'completed', 'done');
+    const clean = uniqueId('clean');
+    await settle.start(clean, { workspace: ws });
+    await settle.runTurn(clean, 0, [{ call_id: 'v1', tool: 'file_view', args: { path: path.join(ws, 'a.txt'), offset: 1, limit: 10 } }]);
+    await settle.finish(clean, 'completed', 'done');
+
+    const attributes = async (id: string) => {
+      await settle.handle(id).result();
+      const sa = (await settle.handle(id).describe()).typedSearchAttributes;
+      return { status: sa.get(SA_TRAJECTORY_STATUS), problems: sa.get(SA_PROBLEM_COUNT) };
+    };
+    expect(await attributes(broken)).toEqual({ status: 'completed_with_problems', problems: 2 });
+    expect(await attributes(clean)).toEqual({ status: 'completed', problems: 0 });
+    expect((await settle.status(broken)).status).toBe('completed_with_problems');
   });
 
   it('start sets the static summary (given or derived from the input)', async () => {

@@ -128,10 +128,10 @@ describe('capabilities in trajectories', () => {
       'SettlePendingApprovals',
       'SettleTrajectoryStatus',
     ]);
-    expect(childHistory.patches).toEqual(['settle-2026-12-lean-calls']);
+    expect(childHistory.patches).toEqual(['settle-2026-12-problem-count']);
     expect(childHistory.upserts).toEqual([
       ['TemporalChangeVersion'],
-      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleProblemCount', 'SettleTrajectoryStatus'], // completed
     ]);
     const parentBudget = await budgets.get(tokenDigest(capability));
     expect(parentBudget).toMatchObject({ reserved: 0, spent: 2 }); // the child's one edit + the parent's own read

@@ -232,11 +232,11 @@ describe('demo trajectory end to end', () => {
     // client), so the run publishes `running` itself.
     const history = await historyOf(id);
     expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(['core_local_activity']);
-    expect(history.patches).toEqual(['settle-2026-12-lean-calls']);
+    expect(history.patches).toEqual(['settle-2026-12-problem-count']);
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch (at start)
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // running
-      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleProblemCount', 'SettleTrajectoryStatus'], // completed
     ]);
   });
 
@@ -256,11 +256,11 @@ describe('demo trajectory end to end', () => {
     expect(result.calls.map((c) => c.resolution)).toEqual(Array(10).fill('executed'));
     const history = await historyOf(id);
     expect(history.startAttributes).toEqual(['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus']);
-    expect(history.patches).toEqual(['settle-2026-12-lean-calls']);
+    expect(history.patches).toEqual(['settle-2026-12-problem-count']);
     expect(history.byType.MARKER_RECORDED).toBe(1);
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch
-      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // completed
+      ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleProblemCount', 'SettleTrajectoryStatus'], // completed
     ]);
     expect(history.byType.UPSERT_WORKFLOW_SEARCH_ATTRIBUTES).toBe(2);
     expect((await settle.status(id)).status).toBe('completed');

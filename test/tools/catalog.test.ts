@@ -110,7 +110,11 @@ describe('bad input names the field and the rule, before any effect', () => {
     ['bash_execute', { command: 'x'.repeat(8193) }, 'args.command must have at most 8192 characters (got 8193)'],
     ['bash_execute', { command: 'ls', timeout: 5 }, 'args must contain only the declared fields; remove "timeout"'],
     ['grep_search', { pattern: 'a', path: '/w', max_results: 1001 }, 'args.max_results must be at most 1000 (got 1001)'],
-    ['grep_search', { pattern: 'a', path: 'relative' }, 'args.path must match the pattern'],
+    [
+      'grep_search',
+      { pattern: 'a', path: 'relative' },
+      'args.path must be an absolute path of names made of letters, digits, ".", "_" and "-" (e.g. /work/src/app.ts) (got "relative")',
+    ],
     ['file_edit', { path: '/w/a', old_str: '', new_str: 'y' }, 'args.old_str must have at least 1 character (got 0)'],
   ])('%s %j', (tool, args, message) => {
     expect(() => parseArgs(CATALOG[tool as ToolName].args(), args)).toThrow(message);

@@ -230,3 +230,36 @@ describe('workspace rules', () => {
     expect(fs.existsSync(path.join(real, 'ran'))).toBe(true);
   });
 });
+
+describe('the default workspace root, for a worker running as root', () => {
+  it.runIf(asRoot)('runs a sandboxed command in a workspace made under it and given to an unprivileged user', async () => {
+    const { loadWorkerPolicy } = await import('../../activities/worker-policy');
+    const root = loadWorkerPolicy({}).workspaceRoot;
+    const workspace = path.join(root, uniqueId('default-root'));
+    fs.mkdirSync(workspace, { mode: 0o755 });
+    // Given to an unprivileged user, as the refusal of a root-owned workspace says to.
+    fs.chownSync(workspace, 65533, 65533);
+    try {
+      const trajectoryId = uniqueId('default-root');
+      const args: BashExecuteArgs = { command: 'echo hello > out.txt && cat out.txt', timeout_ms: 20_000 };
+      const call = {
+        key: deriveKey({ trajectoryId, turn: 0, callId: 'c', tool: 'bash_execute', args }),
+        trajectoryId,
+        turn: 0,
+        callId: 'c',
+        tool: 'bash_execute',
+        args,
+      };
+      const outcome = await runSettled(
+        store,
+        bashExecute,
+        call,
+        { workspace, workspaceRoot: root, network: false },
+        { leaseMs: 20_000, holder: 'root-test' },
+      );
+      expect(outcome, JSON.stringify(outcome)).toMatchObject({ kind: 'completed', result: { exit_status: 0, output: 'hello\n' } });
+    } finally {
+      fs.rmSync(workspace, { recursive: true, force: true });
+    }
+  });
+});
