@@ -33,7 +33,7 @@
 #define MAX_ABANDON 2    /* live attempts a run abandons (heartbeat timeout) and retries; crashed ones: always */
 #endif
 #ifndef TOOL_FENCED
-#define TOOL_FENCED 1    /* 1: file_edit (prepared edit, probe withdraws then looks); 0: bash_execute (probe: unknown) */
+#define TOOL_FENCED 1    /* 1: file_edit (prepared edit, probe withdraws then looks); 0: bash_execute (start row fences) */
 #endif
 
 #define MAXGEN (NRUNS * (MAX_NOT_EXEC + MAX_ABANDON + NOPS + 2) + 1)
@@ -81,6 +81,19 @@ bit rintent = 0;        /* the claim recorded an intent (the plan proceeded) */
 byte effects = 0;       /* the external effect: how many times it happened */
 byte effgen = 0;        /* the generation whose executor applied it */
 bit tmp[MAXGEN + 1];    /* file_edit: generation g's prepared temporary file exists */
+#if !TOOL_FENCED
+/* bash_execute: the start row of generation g in the worker's database (settle_shell_runs), inserted
+   if absent by the executor (STARTED) or the probe (FENCED), never changed; no sandbox reaches it */
+#define C_NONE 0
+#define C_STARTED 1
+#define C_FENCED 2
+byte cell[MAXGEN + 1];
+/* bash_execute: generation g's run-directory files: the pid marker (spawned) and the sealed exit
+   marker (finished). An escaped command may delete them at any step (Adversary), never forge a seal */
+bit pidmark[MAXGEN + 1];
+bit exitmark[MAXGEN + 1];
+byte nmarks = 0;        /* how many of them exist (follows from the arrays: adds no state) */
+#endif
 
 /* ---------------------------------------------------------------- ghosts (properties only) */
 byte doubt_gen = 0;     /* the generation that went IN_DOUBT */
@@ -167,6 +180,13 @@ inline stop_keeper() { keeper[e] = 0; lost[e] = 0; young[e] = 0 }
    being scheduled while the clock ticks; a crash (SIGKILL) is an alternative at CRASH points */
 #define BG :: renew()
 #define CRASH :: goto crashed
+/* bash_execute: the pid and sealed exit markers the executor writes around the command (a marker
+   that was never written and one the adversary deleted look the same, so both are written here) */
+#if TOOL_FENCED
+#define MARKS skip
+#else
+#define MARKS pidmark[g] = 1; exitmark[g] = 1; nmarks = nmarks + 2
+#endif
 
 active [NEXEC] proctype Exec() {
   byte e = _pid;        /* Exec is declared first: pids 0 .. NEXEC-1 */
@@ -271,6 +291,21 @@ claim:
   od;
   if :: nx -> goto release :: else fi;
 
+#if !TOOL_FENCED
+  /* ledger.start: insert the STARTED row if absent; a probe's FENCED row won: NoEffect, not started */
+  do
+  BG CRASH
+  :: atomic {
+       if
+       :: cell[g] == C_NONE -> cell[g] = C_STARTED
+       :: else -> nx = 1; stop_keeper()
+       fi
+     };
+     break
+  od;
+  if :: nx -> goto release :: else fi;
+#endif
+
   /* the effect (file_edit: the rename of the temporary file; bash_execute: the command) */
   do
   BG
@@ -280,9 +315,9 @@ claim:
 #endif
        if
        :: nx
-       :: !nx -> effects++; effgen = g; tmp[g] = 0            /* done, returns a result */
-       :: !nx -> effects++; effgen = g; tmp[g] = 0; exc = 1   /* done, then an exception */
-       :: !nx -> exc = 1                                      /* an exception, nothing done */
+       :: !nx -> effects++; effgen = g; tmp[g] = 0; MARKS            /* done, returns a result */
+       :: !nx -> effects++; effgen = g; tmp[g] = 0; MARKS; exc = 1   /* done, then an exception */
+       :: !nx -> exc = 1                                             /* an exception, nothing done */
        fi;
        stop_keeper()    /* lease.stop() once execute returned or threw */
      };
@@ -481,7 +516,25 @@ probe:
           fi
         }
 #else
-        v = IN_DOUBT                /* bash_execute: always unknown */
+#ifndef MUT_PROBE_TRUSTS_FILES
+        /* bash_execute: ledger.fence inserts FENCED if absent (then the row that won is read: rows
+           never change); a FENCED row: the command never started and never will */
+        atomic {
+          if :: cell[pg] == C_NONE -> cell[pg] = C_FENCED :: else fi;
+          if :: cell[pg] == C_FENCED -> v = NOT_EXECUTED :: else -> v = IN_DOUBT fi
+        };
+        /* STARTED: only a sealed exit marker says applied; its absence proves nothing */
+        atomic { if :: v == IN_DOUBT && exitmark[pg] -> v = COMPLETED :: else fi }
+#else
+        /* the run directory taken as the truth: no marker there read as never started */
+        atomic {
+          if
+          :: exitmark[pg] -> v = COMPLETED
+          :: !exitmark[pg] && !pidmark[pg] -> v = NOT_EXECUTED
+          :: else -> v = IN_DOUBT
+          fi
+        }
+#endif
 #endif
      fi;
      /* applyProbe: settle fenced by the generation read */
@@ -602,6 +655,33 @@ end_watch:
 #endif
   fi
 }
+
+#if !TOOL_FENCED
+/* ---------------------------------------------------------------- the escaped command (bash_execute) */
+/* A sandboxed command that escaped its run directory's protection deletes (or, for the unsealed pid
+   file, alters into nothing) any generation's markers at any step; it cannot reach the database's
+   start rows, and it cannot forge a sealed exit marker (the seal key is in the start row). */
+active proctype Adversary() {
+  byte a;
+end_adversary:
+  do
+  :: atomic {
+       nmarks > 0 ->    /* blocked when there is nothing to delete, so that quiescence is reached */
+       a = 1;
+       do
+       :: a < MAXGEN - 1 -> a++
+       :: break
+       od;
+       if
+       :: pidmark[a] -> pidmark[a] = 0; nmarks--
+       :: exitmark[a] -> exitmark[a] = 0; nmarks--
+       :: else
+       fi;
+       a = 0
+     }
+  od
+}
+#endif
 
 /* ---------------------------------------------------------------- time */
 /* Time is abstracted to the order of two kinds of events (docs/model-checking.md#time):
