@@ -88,11 +88,11 @@ bit tmp[MAXGEN + 1];    /* file_edit: generation g's prepared temporary file exi
 #define C_STARTED 1
 #define C_FENCED 2
 byte cell[MAXGEN + 1];
-/* bash_execute: generation g's run-directory files: the pid marker (spawned) and the sealed exit
-   marker (finished). An escaped command may delete them at any step (Adversary), never forge a seal */
-bit pidmark[MAXGEN + 1];
+/* bash_execute: generation g's sealed exit marker in its run directory (the pid and output files
+   beside it tell a probe nothing it may rely on, so they are left out). An escaped command may
+   delete it at any step (Adversary), never forge it: the seal key is in the start row */
 bit exitmark[MAXGEN + 1];
-byte nmarks = 0;        /* how many of them exist (follows from the arrays: adds no state) */
+byte nmarks = 0;        /* how many exist (follows from the array: adds no state) */
 #endif
 
 /* ---------------------------------------------------------------- ghosts (properties only) */
@@ -180,12 +180,12 @@ inline stop_keeper() { keeper[e] = 0; lost[e] = 0; young[e] = 0 }
    being scheduled while the clock ticks; a crash (SIGKILL) is an alternative at CRASH points */
 #define BG :: renew()
 #define CRASH :: goto crashed
-/* bash_execute: the pid and sealed exit markers the executor writes around the command (a marker
-   that was never written and one the adversary deleted look the same, so both are written here) */
+/* bash_execute: the sealed exit marker the executor writes after the command (a marker never
+   written, its write failed, and one the adversary deleted look the same: it is written here) */
 #if TOOL_FENCED
 #define MARKS skip
 #else
-#define MARKS pidmark[g] = 1; exitmark[g] = 1; nmarks = nmarks + 2
+#define MARKS exitmark[g] = 1; nmarks++
 #endif
 
 active [NEXEC] proctype Exec() {
@@ -527,13 +527,7 @@ probe:
         atomic { if :: v == IN_DOUBT && exitmark[pg] -> v = COMPLETED :: else fi }
 #else
         /* the run directory taken as the truth: no marker there read as never started */
-        atomic {
-          if
-          :: exitmark[pg] -> v = COMPLETED
-          :: !exitmark[pg] && !pidmark[pg] -> v = NOT_EXECUTED
-          :: else -> v = IN_DOUBT
-          fi
-        }
+        atomic { if :: exitmark[pg] -> v = COMPLETED :: else -> v = NOT_EXECUTED fi }
 #endif
 #endif
      fi;
@@ -658,9 +652,9 @@ end_watch:
 
 #if !TOOL_FENCED
 /* ---------------------------------------------------------------- the escaped command (bash_execute) */
-/* A sandboxed command that escaped its run directory's protection deletes (or, for the unsealed pid
-   file, alters into nothing) any generation's markers at any step; it cannot reach the database's
-   start rows, and it cannot forge a sealed exit marker (the seal key is in the start row). */
+/* A sandboxed command that escaped its run directory's protection deletes any generation's exit
+   marker at any step (an altered one fails its seal: the same as deleted); it cannot reach the
+   database's start rows, and it cannot forge a sealed marker (the seal key is in the start row). */
 active proctype Adversary() {
   byte a;
 end_adversary:
@@ -672,11 +666,7 @@ end_adversary:
        :: a < MAXGEN - 1 -> a++
        :: break
        od;
-       if
-       :: pidmark[a] -> pidmark[a] = 0; nmarks--
-       :: exitmark[a] -> exitmark[a] = 0; nmarks--
-       :: else
-       fi;
+       if :: exitmark[a] -> exitmark[a] = 0; nmarks-- :: else fi;
        a = 0
      }
   od
