@@ -731,6 +731,7 @@ end_operator:
 
 /* ---------------------------------------------------------------- retention (purgeSettled) */
 active proctype Retention() {
+  byte i;
 end_retention:
   atomic {
 #ifdef MUT_PURGE_IN_DOUBT
@@ -744,7 +745,14 @@ end_retention:
 #endif
     true ->
     if :: rstate == IN_DOUBT -> leave_doubt(A_RETENTION, rgen) :: else fi;
-    rstate = UNSEEN; rgen = 0; rintent = 0
+    rstate = UNSEEN; rgen = 0; rintent = 0;
+#if !TOOL_FENCED
+    /* the key's start rows go with it; a marker left behind no longer verifies (its seal key was in
+       the purged row), which is the same as deleted */
+    for (i : 0 .. MAXGEN) { cell[i] = C_NONE; exitmark[i] = 0 }
+    nmarks = 0;
+#endif
+    i = 0
   }
 }
 
