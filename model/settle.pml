@@ -318,6 +318,9 @@ claim:
        :: !nx -> effects++; effgen = g; tmp[g] = 0; MARKS            /* done, returns a result */
        :: !nx -> effects++; effgen = g; tmp[g] = 0; MARKS; exc = 1   /* done, then an exception */
        :: !nx -> exc = 1                                             /* an exception, nothing done */
+#if !TOOL_FENCED
+       :: !nx -> nx = 1          /* started, then the sandbox refused before the spawn: NoEffect */
+#endif
        fi;
        stop_keeper()    /* lease.stop() once execute returned or threw */
      };
