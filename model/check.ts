@@ -7,7 +7,8 @@
  * 3. Variants the model proves harmless (defences in depth): must still pass.
  *
  * Exits non-zero if the correct model fails, a search is incomplete, or a mutation is not caught.
- * `--canary` injects a mutation into the correct model and runs only that: it must fail (CI checks
+ * `--canary` injects a mutation into the correct model, once per tool (CANARIES), and runs only
+ * those: each must fail (CI checks
  * that the exit code tells the truth). `SETTLE_MODEL_FLAGS="-DX ..."` adds flags to every run.
  */
 import { spawnSync } from 'node:child_process';
@@ -61,6 +62,17 @@ const MUTATIONS: Mutation[] = [
   { flag: 'MUT_UNFENCED_RELEASE', what: 'releaseNoEffect not fenced by generation' },
   { flag: 'MUT_RENEW_AFTER_LAPSE MUT_RENEW_NO_GEN', what: 'renewal after a local lapse AND renewStatement not fenced by generation' },
   { flag: 'MUT_PROBE_NO_FENCE', what: 'the file_edit probe does not withdraw the prepared edit before looking' },
+  {
+    flag: 'MUT_PROBE_TRUSTS_FILES',
+    what: 'the bash_execute probe reads the run directory instead of the start row: no exit marker taken as never started',
+    flags: ['-DTOOL_FENCED=0'],
+  },
+  {
+    flag: 'MUT_PROBE_TRUSTS_FILES NO_P2 NO_P3',
+    what: 'the same, P2 and P3 unchecked: the command runs twice',
+    flags: ['-DTOOL_FENCED=0'],
+    expect: 'P1',
+  },
   { flag: 'MUT_CLAIM_TAKES_DOUBT', what: 'a claim takes an IN_DOUBT record like a NOT_EXECUTED one' },
   {
     flag: 'MUT_OPERATOR_UNFENCED',
@@ -91,6 +103,12 @@ const HARMLESS: Mutation[] = [
   { flag: 'MUT_UNFENCED_COMPLETE', what: 'complete not fenced by generation (an executor completes only after its own effect)' },
   { flag: 'MUT_RENEW_AFTER_LAPSE', what: 'renewal after a local lapse (the renewal is fenced by generation and state)' },
   { flag: 'MUT_RENEW_NO_GEN', what: 'renewStatement not fenced by generation (a keeper whose lease lapsed locally never renews)' },
+];
+
+/** `--canary`: a configuration of the correct model and the mutation injected into it. */
+const CANARIES: { bounds: Bounds; flag: string }[] = [
+  { bounds: BOUNDS[1]!, flag: 'MUT_RELEASE_ON_EXCEPTION' },
+  { bounds: BOUNDS[4]!, flag: 'MUT_PROBE_TRUSTS_FILES' },
 ];
 
 /** Bounds for mutation searches (a search stops at its first counterexample): both runs. */
@@ -168,13 +186,14 @@ function main(): number {
   console.log(`model-check: ${path.relative(process.cwd(), MODEL)} with ${run('spin', ['-V'], MODEL_DIR).trim()}`);
   if (extra.length) console.log(`extra flags: ${extra.join(' ')}`);
 
-  const bounds = canary ? [BOUNDS[1]!] : BOUNDS;
-  const canaryFlags = canary ? ['-DMUT_RELEASE_ON_EXCEPTION'] : [];
+  const runs = canary ? CANARIES : BOUNDS.map((bounds) => ({ bounds, flag: '' }));
   console.log(
-    canary ? '\n== canary: the correct model with MUT_RELEASE_ON_EXCEPTION injected (must FAIL)' : '\n== the protocol (exhaustive)',
+    canary
+      ? `\n== canary: the correct model with ${CANARIES.map((c) => c.flag).join(', ')} injected (each must FAIL)`
+      : '\n== the protocol (exhaustive)',
   );
-  for (const b of bounds) {
-    const r = verify(`correct-${b.name}`, [...b.flags, ...canaryFlags], true);
+  for (const { bounds: b, flag } of runs) {
+    const r = verify(`correct-${b.name}`, [...b.flags, ...(flag ? [`-D${flag}`] : [])], true);
     const ok = r.errors === 0 && r.complete;
     if (!ok) failures++;
     console.log(`${ok ? 'PASS' : 'FAIL'}  ${b.name}: ${fmt(r)}`);
@@ -188,7 +207,7 @@ function main(): number {
   }
   if (canary) {
     console.log(
-      `\n${failures ? 'canary ok: the mutated model failed' : 'CANARY NOT CAUGHT'} (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+      `\n${failures === CANARIES.length ? 'canary ok: the mutated model failed' : 'CANARY NOT CAUGHT'} (${((Date.now() - started) / 1000).toFixed(0)} s)`,
     );
     return failures ? 1 : 0;
   }

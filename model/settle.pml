@@ -33,7 +33,7 @@
 #define MAX_ABANDON 2    /* live attempts a run abandons (heartbeat timeout) and retries; crashed ones: always */
 #endif
 #ifndef TOOL_FENCED
-#define TOOL_FENCED 1    /* 1: file_edit (prepared edit, probe withdraws then looks); 0: bash_execute (probe: unknown) */
+#define TOOL_FENCED 1    /* 1: file_edit (prepared edit, probe withdraws then looks); 0: bash_execute (start row fences) */
 #endif
 
 #define MAXGEN (NRUNS * (MAX_NOT_EXEC + MAX_ABANDON + NOPS + 2) + 1)
@@ -81,6 +81,19 @@ bit rintent = 0;        /* the claim recorded an intent (the plan proceeded) */
 byte effects = 0;       /* the external effect: how many times it happened */
 byte effgen = 0;        /* the generation whose executor applied it */
 bit tmp[MAXGEN + 1];    /* file_edit: generation g's prepared temporary file exists */
+#if !TOOL_FENCED
+/* bash_execute: the start row of generation g in the worker's database (settle_shell_runs), inserted
+   if absent by the executor (STARTED) or the probe (FENCED), never changed; no sandbox reaches it */
+#define C_NONE 0
+#define C_STARTED 1
+#define C_FENCED 2
+byte cell[MAXGEN + 1];
+/* bash_execute: generation g's sealed exit marker in its run directory (the pid and output files
+   beside it tell a probe nothing it may rely on, so they are left out). An escaped command may
+   delete it at any step (Adversary), never forge it: the seal key is in the start row */
+bit exitmark[MAXGEN + 1];
+byte nmarks = 0;        /* how many exist (follows from the array: adds no state) */
+#endif
 
 /* ---------------------------------------------------------------- ghosts (properties only) */
 byte doubt_gen = 0;     /* the generation that went IN_DOUBT */
@@ -167,6 +180,13 @@ inline stop_keeper() { keeper[e] = 0; lost[e] = 0; young[e] = 0 }
    being scheduled while the clock ticks; a crash (SIGKILL) is an alternative at CRASH points */
 #define BG :: renew()
 #define CRASH :: goto crashed
+/* bash_execute: the sealed exit marker the executor writes after the command (a marker never
+   written, its write failed, and one the adversary deleted look the same: it is written here) */
+#if TOOL_FENCED
+#define MARKS skip
+#else
+#define MARKS exitmark[g] = 1; nmarks++
+#endif
 
 active [NEXEC] proctype Exec() {
   byte e = _pid;        /* Exec is declared first: pids 0 .. NEXEC-1 */
@@ -271,6 +291,21 @@ claim:
   od;
   if :: nx -> goto release :: else fi;
 
+#if !TOOL_FENCED
+  /* ledger.start: insert the STARTED row if absent; a probe's FENCED row won: NoEffect, not started */
+  do
+  BG CRASH
+  :: atomic {
+       if
+       :: cell[g] == C_NONE -> cell[g] = C_STARTED
+       :: else -> nx = 1; stop_keeper()
+       fi
+     };
+     break
+  od;
+  if :: nx -> goto release :: else fi;
+#endif
+
   /* the effect (file_edit: the rename of the temporary file; bash_execute: the command) */
   do
   BG
@@ -280,9 +315,12 @@ claim:
 #endif
        if
        :: nx
-       :: !nx -> effects++; effgen = g; tmp[g] = 0            /* done, returns a result */
-       :: !nx -> effects++; effgen = g; tmp[g] = 0; exc = 1   /* done, then an exception */
-       :: !nx -> exc = 1                                      /* an exception, nothing done */
+       :: !nx -> effects++; effgen = g; tmp[g] = 0; MARKS            /* done, returns a result */
+       :: !nx -> effects++; effgen = g; tmp[g] = 0; MARKS; exc = 1   /* done, then an exception */
+       :: !nx -> exc = 1                                             /* an exception, nothing done */
+#if !TOOL_FENCED
+       :: !nx -> nx = 1          /* started, then the sandbox refused before the spawn: NoEffect */
+#endif
        fi;
        stop_keeper()    /* lease.stop() once execute returned or threw */
      };
@@ -481,7 +519,19 @@ probe:
           fi
         }
 #else
-        v = IN_DOUBT                /* bash_execute: always unknown */
+#ifndef MUT_PROBE_TRUSTS_FILES
+        /* bash_execute: ledger.fence inserts FENCED if absent (then the row that won is read: rows
+           never change); a FENCED row: the command never started and never will */
+        atomic {
+          if :: cell[pg] == C_NONE -> cell[pg] = C_FENCED :: else fi;
+          if :: cell[pg] == C_FENCED -> v = NOT_EXECUTED :: else -> v = IN_DOUBT fi
+        };
+        /* STARTED: only a sealed exit marker says applied; its absence proves nothing */
+        atomic { if :: v == IN_DOUBT && exitmark[pg] -> v = COMPLETED :: else fi }
+#else
+        /* the run directory taken as the truth: no marker there read as never started */
+        atomic { if :: exitmark[pg] -> v = COMPLETED :: else -> v = NOT_EXECUTED fi }
+#endif
 #endif
      fi;
      /* applyProbe: settle fenced by the generation read */
@@ -603,6 +653,29 @@ end_watch:
   fi
 }
 
+#if !TOOL_FENCED
+/* ---------------------------------------------------------------- the escaped command (bash_execute) */
+/* A sandboxed command that escaped its run directory's protection deletes any generation's exit
+   marker at any step (an altered one fails its seal: the same as deleted); it cannot reach the
+   database's start rows, and it cannot forge a sealed marker (the seal key is in the start row). */
+active proctype Adversary() {
+  byte a;
+end_adversary:
+  do
+  :: atomic {
+       nmarks > 0 ->    /* blocked when there is nothing to delete, so that quiescence is reached */
+       a = 1;
+       do
+       :: a < MAXGEN - 1 -> a++
+       :: break
+       od;
+       if :: exitmark[a] -> exitmark[a] = 0; nmarks-- :: else fi;
+       a = 0
+     }
+  od
+}
+#endif
+
 /* ---------------------------------------------------------------- time */
 /* Time is abstracted to the order of two kinds of events (docs/model-checking.md#time):
    - an executor's local monotonic clock passes leaseMs - marginMs since the last renewal it sent
@@ -661,6 +734,7 @@ end_operator:
 
 /* ---------------------------------------------------------------- retention (purgeSettled) */
 active proctype Retention() {
+  byte i;
 end_retention:
   atomic {
 #ifdef MUT_PURGE_IN_DOUBT
@@ -674,7 +748,14 @@ end_retention:
 #endif
     true ->
     if :: rstate == IN_DOUBT -> leave_doubt(A_RETENTION, rgen) :: else fi;
-    rstate = UNSEEN; rgen = 0; rintent = 0
+    rstate = UNSEEN; rgen = 0; rintent = 0;
+#if !TOOL_FENCED
+    /* the key's start rows go with it; a marker left behind no longer verifies (its seal key was in
+       the purged row), which is the same as deleted */
+    for (i : 0 .. MAXGEN) { cell[i] = C_NONE; exitmark[i] = 0 }
+    nmarks = 0;
+#endif
+    i = 0
   }
 }
 
