@@ -129,7 +129,14 @@ export async function runSettled<Args, Intent, Result>(
   const prepared = await preparing;
   if (prepared && !prepared.ok) {
     // A prepare that fails has had no effect (SettledTool.prepare): nothing to settle but the release.
-    return release(store, durable, ref, generation, `could not prepare the effect, nothing touched: ${errorMessage(prepared.error)}`, actor);
+    return release(
+      store,
+      durable,
+      ref,
+      generation,
+      `could not prepare the effect, nothing touched: ${errorMessage(prepared.error)}`,
+      actor,
+    );
   }
   await failpoint('settled.after_claim');
 
