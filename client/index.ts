@@ -292,10 +292,15 @@ export class SettleClient {
   }
 }
 
-/** gRPC's DEADLINE_EXCEEDED, on the error or a cause of it (the SDK wraps it: "Failed to query workflow"). */
+/**
+ * gRPC's DEADLINE_EXCEEDED, on the error or a cause of it (the SDK wraps it: "Failed to query
+ * workflow"). CANCELLED counts too: when the deadline passes while the server still waits for a
+ * worker to answer a query, the call ends as "1 CANCELLED: Call cancelled" rather than code 4.
+ */
 export function deadlineExceeded(err: unknown): boolean {
   for (let e = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
-    if ((e as { code?: unknown }).code === 4) return true;
+    const code = (e as { code?: unknown }).code;
+    if (code === 4 || code === 1) return true;
   }
   return false;
 }

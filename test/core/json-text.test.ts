@@ -302,7 +302,7 @@ describe('parseIJson refuses what would let two different calls share a key', ()
       'args must be valid JSON (expected a member name in double quotes; found "offset: 1" at line 3, column 3 (offset 20))',
     );
     expect(refusal(() => parseIJson('[1,', { field: 'args' })).message).toBe(
-      'args must be valid JSON (unexpected end of the text, expected a value; found the end)',
+      'args must be valid JSON (unexpected end of the text, expected a value; found the end at line 1, column 4 (offset 3))',
     );
     expect(refusal(() => parseIJson('\ufeff{}')).rule).toMatch(/^be valid JSON/); // a BOM in a string is not JSON
   });
