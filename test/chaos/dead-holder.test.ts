@@ -7,7 +7,7 @@
  * in the middle of it; worker B holds capability keys, so its policy refuses the retry of a
  * trajectory without a capability. Nothing ever claims the key again.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,39 +18,27 @@ import { callsQuery, type TrajectoryResult } from '../../workflows/trajectory';
 import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 import { TEST_OPERATOR } from '../support/operator';
+import { killWorkerProcesses, startWorkerProcess as spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 const db = openTestDb(2);
 const store = testStore(db);
-const children: ChildProcess[] = [];
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  killWorkerProcesses();
   await db.destroy();
 });
 
-function startWorkerProcess(taskQueue: string, capabilityKeys: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      DATABASE_URL: inject('databaseUrl'),
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SETTLE_WORKSPACE_ROOT: testWorkspaceRoot(),
-      SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-      SETTLE_CAP_KEYS: capabilityKeys,
-      SETTLE_ALLOW_NO_CAPABILITY: '',
-      SETTLE_FAILPOINTS: '',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+function startWorkerProcess(taskQueue: string, capabilityKeys: string): WorkerProcess {
+  return spawnWorker(WORKER, {
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    SETTLE_WORKSPACE_ROOT: testWorkspaceRoot(),
+    SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+    SETTLE_CAP_KEYS: capabilityKeys,
+    SETTLE_ALLOW_NO_CAPABILITY: '',
+    SETTLE_FAILPOINTS: '',
   });
-  children.push(child);
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, signal) => r(signal ?? code)));
-  return { child, exited, output: () => out };
 }
 
 describe('a holder that dies and is never retried', { timeout: 180_000 }, () => {

@@ -5,7 +5,7 @@
  * failpoint) takes over the retried activity. The call must be settled by the probe from the
  * file's real state — re-executed exactly once if the effect had not happened, never if it had.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,40 +16,25 @@ import type { TrajectoryResult } from '../../workflows/trajectory';
 import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 import { signed, TEST_OPERATOR } from '../support/operator';
 import { SA_IN_DOUBT_COUNT, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
+import { killWorkerProcesses, startWorkerProcess as spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/settle.js', import.meta.url));
 const db = openTestDb(2);
 const store = testStore(db);
-const children: ChildProcess[] = [];
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  killWorkerProcesses();
   await db.destroy();
 });
 
-function startWorkerProcess(
-  taskQueue: string,
-  failpoints = '',
-): { child: ChildProcess; exited: Promise<NodeJS.Signals | number | null>; output: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      DATABASE_URL: inject('databaseUrl'),
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      SETTLE_WORKSPACE_ROOT: testWorkspaceRoot(),
-      SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-      SETTLE_FAILPOINTS: failpoints,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+function startWorkerProcess(taskQueue: string, failpoints = ''): WorkerProcess {
+  return spawnWorker(WORKER, {
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    SETTLE_WORKSPACE_ROOT: testWorkspaceRoot(),
+    SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+    SETTLE_FAILPOINTS: failpoints,
   });
-  children.push(child);
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, signal) => r(signal ?? code)));
-  return { child, exited, output: () => out };
 }
 
 interface Scenario {

@@ -3,7 +3,6 @@
  * takes the call over, the record is found IN_DOUBT, the tool's probe settles it, and the effect
  * (a line in a file, counted there) happens exactly once.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,12 +13,12 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { callKey } from '../../api/testing';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
 import type { teamWorkflow } from './fixtures/workflows';
+import { killWorkerProcesses, startWorkerProcess as spawnWorker, type WorkerProcess } from '../support/worker-process';
 
 const WORKER = fileURLToPath(new URL('./fixtures/team-worker.ts', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('./fixtures/workflows.ts', import.meta.url));
 const db = openTestDb(2);
 const store = testStore(db);
-const children: ChildProcess[] = [];
 let bundlePath: string;
 let connection: Connection;
 let client: Client;
@@ -34,29 +33,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  killWorkerProcesses();
   await connection?.close();
   await db.destroy();
 });
 
-function startWorker(taskQueue: string, failpoints = '') {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      DATABASE_URL: inject('databaseUrl'),
-      TEAM_TASK_QUEUE: taskQueue,
-      TEAM_WORKFLOW_BUNDLE: bundlePath,
-      SETTLE_FAILPOINTS: failpoints,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, signal) => r(signal ?? code)));
-  return { child, exited, output: () => out };
+function startWorker(taskQueue: string, failpoints = ''): WorkerProcess {
+  return spawnWorker(WORKER, { TEAM_TASK_QUEUE: taskQueue, TEAM_WORKFLOW_BUNDLE: bundlePath, SETTLE_FAILPOINTS: failpoints });
 }
 
 describe.each([
