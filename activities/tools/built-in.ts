@@ -95,7 +95,11 @@ export const spawnSubagentTool = lazy(() =>
     // Its scripted turns are trajectory input (core/trajectory-input.ts): each call in them is
     // validated against its own tool's model when the sub-agent runs it, not here.
     accept: [
-      { rule: 'bounded-types', pointer: '/parameters/properties/turns/items/properties/turn', reason: 'a turn number, bounded by the turn count' },
+      {
+        rule: 'bounded-types',
+        pointer: '/parameters/properties/turns/items/properties/turn',
+        reason: 'a turn number, bounded by the turn count',
+      },
       {
         rule: 'untyped-bag',
         pointer: '/parameters/properties/turns/items/properties/calls/items/properties/args/additionalProperties',
@@ -112,11 +116,9 @@ export const spawnSubagentTool = lazy(() =>
 );
 
 /** The catalog's tools, one definition each. */
-export const builtInTools = lazy(
-  (): Record<ToolName, AnyTeamTool> => ({
-    [BASH_EXECUTE]: settledBuiltIn(BASH_EXECUTE, bashExecuteArgs(), bashExecute),
-    [FILE_EDIT]: settledBuiltIn(FILE_EDIT, fileEditArgs(), fileEdit),
-    [FILE_VIEW]: readOnly(FILE_VIEW, fileViewArgs(), fileView),
-    [GREP_SEARCH]: readOnly(GREP_SEARCH, grepSearchArgs(), grepSearch),
-  }),
-);
+export const builtInTools = lazy((): Record<ToolName, AnyTeamTool> => ({
+  [BASH_EXECUTE]: settledBuiltIn(BASH_EXECUTE, bashExecuteArgs(), bashExecute),
+  [FILE_EDIT]: settledBuiltIn(FILE_EDIT, fileEditArgs(), fileEdit),
+  [FILE_VIEW]: readOnly(FILE_VIEW, fileViewArgs(), fileView),
+  [GREP_SEARCH]: readOnly(GREP_SEARCH, grepSearchArgs(), grepSearch),
+}));

@@ -65,7 +65,12 @@ export class ToolRegistry {
     }
   }
 
-  private register(tool: AnyTeamTool, operatorLevel: SideEffectLevel | undefined, builtIn: boolean, runsIn: RegisteredTool['runsIn']): void {
+  private register(
+    tool: AnyTeamTool,
+    operatorLevel: SideEffectLevel | undefined,
+    builtIn: boolean,
+    runsIn: RegisteredTool['runsIn'],
+  ): void {
     lintTeamTool(tool);
     const level = levelFor(tool, operatorLevel);
     if (level === 'A0' && tool.level !== 'A0') throw new Error(`SettlePlugin levels: ${tool.name} cannot run at A0`);
@@ -87,7 +92,9 @@ export class ToolRegistry {
     if (!registered) return undefined;
     const { definition } = registered;
     const runnable: Runnable =
-      definition.level === 'A0' ? { kind: 'read-only', tool: readOnlyToolOf(definition) } : { kind: 'settled', tool: settledToolOf(definition) };
+      definition.level === 'A0'
+        ? { kind: 'read-only', tool: readOnlyToolOf(definition) }
+        : { kind: 'settled', tool: settledToolOf(definition) };
     this.runnables.set(name, runnable);
     return runnable;
   }
