@@ -51,7 +51,7 @@ function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation:
     description: describedBy(schema),
     args: schema,
     level: 'A0',
-    run: (args, place) => implementation.run(args as Args, envOf(place)),
+    run: (args, place) => implementation.run(args, envOf(place)),
     observe: asObservation,
     access: accessOf(name),
   });
@@ -60,21 +60,21 @@ function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation:
 function settledBuiltIn<Args, Intent>(name: ToolName, schema: z.ZodType<Args>, implementation: SettledTool<Args, Intent, Observation>) {
   const level = CATALOG[name].level;
   if (level === 'A0') throw new Error(`${name} is A0 in the catalog: it has a read-only implementation`);
-  const prepare = implementation.prepare;
-  const afterSettled = implementation.afterSettled;
+  const prepare = implementation.prepare?.bind(implementation);
+  const afterSettled = implementation.afterSettled?.bind(implementation);
   return defineTool<ToolName, z.ZodType<Args>, Observation, Intent>({
     name,
     description: describedBy(schema),
     args: schema,
     level,
     async plan(args, ctx) {
-      const plan = await implementation.plan(args as Args, envOf(ctx), { key: ctx.key });
+      const plan = await implementation.plan(args, envOf(ctx), { key: ctx.key });
       return plan.kind === 'answer' ? answer(plan.result) : plan.intent;
     },
-    execute: (args, ctx) => implementation.execute(args as Args, ctx.intent, envOf(ctx), ctx),
-    ...(prepare ? { prepare: (args, ctx) => prepare(args as Args, ctx.intent, envOf(ctx), { key: ctx.key, retried: ctx.retried }) } : {}),
-    probe: (args, intent, ctx) => implementation.probe(args as Args, intent, envOf(ctx), ctx),
-    ...(afterSettled ? { afterSettled: (args, intent, at) => afterSettled(args as Args, intent, at) } : {}),
+    execute: (args, ctx) => implementation.execute(args, ctx.intent, envOf(ctx), ctx),
+    ...(prepare ? { prepare: (args, ctx) => prepare(args, ctx.intent, envOf(ctx), { key: ctx.key, retried: ctx.retried }) } : {}),
+    probe: (args, intent, ctx) => implementation.probe(args, intent, envOf(ctx), ctx),
+    ...(afterSettled ? { afterSettled: (args, intent, at) => afterSettled(args, intent, at) } : {}),
     compensate: (args) => compensationFor(name, args as Record<string, unknown>),
     observe: asObservation,
     access: accessOf(name),

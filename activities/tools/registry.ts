@@ -3,7 +3,6 @@
  * a `defineTool` definition (built-in.ts, docs/plugin.md). Levels, probe support and argument
  * validation of every call come from here, on the worker.
  */
-import type { z } from 'zod';
 import { SPAWN_SUBAGENT } from '../../core/capability/subagent';
 import { isToolName, levelAtLeast, type SideEffectLevel } from '../../core/tools/catalog';
 import { lintDocument } from '../../core/lint/index';

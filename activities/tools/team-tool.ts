@@ -258,9 +258,9 @@ function placeOf(env: ToolEnv): ToolPlace {
 export function settledToolOf(tool: AnyTeamTool): SettledTool<any, any, Observation> {
   if (tool.level === 'A0') throw new Error(`${tool.name} is an A0 tool: it runs read-only`);
   const d = tool;
-  const observe = d.observe ?? observationOf;
-  const prepare = d.prepare;
-  const afterSettled = d.afterSettled;
+  const observe = d.observe?.bind(d) ?? observationOf;
+  const prepare = d.prepare?.bind(d);
+  const afterSettled = d.afterSettled?.bind(d);
   return {
     name: d.name,
     async plan(args, env, at) {
@@ -283,7 +283,12 @@ export function settledToolOf(tool: AnyTeamTool): SettledTool<any, any, Observat
     ...(prepare
       ? {
           async prepare(args, intent, env, at) {
-            const prepared = await prepare(args, { ...placeOf(env), key: at.key, intent, retried: at.retried });
+            const prepared: TeamPreparedEffect<unknown> = await prepare(args, {
+              ...placeOf(env),
+              key: at.key,
+              intent: intent as unknown,
+              retried: at.retried,
+            });
             return {
               apply: async (ctx) =>
                 observe(
@@ -316,7 +321,7 @@ export function settledToolOf(tool: AnyTeamTool): SettledTool<any, any, Observat
 export function readOnlyToolOf(tool: AnyTeamTool): ReadOnlyTool<any> {
   if (tool.level !== 'A0') throw new Error(`${tool.name} is an ${tool.level} tool: it runs settled`);
   const d = tool;
-  const observe = d.observe ?? observationOf;
+  const observe = d.observe?.bind(d) ?? observationOf;
   return { name: d.name, run: async (args, env) => observe(await d.run(args, placeOf(env))) };
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */
