@@ -66,7 +66,7 @@ export interface CallOptions {
 export interface SettledResult<Result> {
   /** The call's idempotency key (`settle show <key>` prints its record). */
   key: string;
-  /** `executed`, `replayed`, `settled_by_probe`, `settled_by_operator` (completed); `read` (A0); `gave_up`. */
+  /** `executed`, `replayed`, `settled_by_probe`, `settled_by_operator` (completed); `read` (A0); `gave_up`; `denied` (approval or capability). */
   resolution: CallResolution;
   /** The endpoint record's state (NO_RECORD for A0 reads). */
   state: RecordStateOrUnseen | 'NO_RECORD';
@@ -74,6 +74,8 @@ export interface SettledResult<Result> {
   observation: Observation;
   /** The tool's result, when the call completed and its text was not cut. */
   result: Result | undefined;
+  /** An A3 call: who approved or denied it, and why (the approver its operator credential proves). */
+  approval?: { approver: string; decision: 'approve' | 'deny'; reason: string };
 }
 
 type ResultOf<T> = T extends TeamTool<string, z.ZodType, infer R, unknown> ? R : never;
@@ -186,5 +188,6 @@ function resultOf(report: CallReport): SettledResult<unknown> {
     state: report.state,
     observation,
     result,
+    ...(report.approval ? { approval: report.approval } : {}),
   };
 }
