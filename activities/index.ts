@@ -20,7 +20,7 @@ import { authorize } from './capability/authorize';
 import { attenuate, type Attenuation } from './capability/attenuate';
 import type { KeyRing } from './capability/keyring';
 import { COST_PER_CALL, type Access } from '../core/capability/access';
-import type { AnyTeamTool } from './tools/team-tool';
+import type { AnyTeamTool, ToolCompensation } from './tools/team-tool';
 import type { ChildRequest } from '../core/capability/rules';
 import { probeRecord, runSettled } from './settled/run-settled';
 import { emitCallEvent } from './observability/events';
@@ -169,7 +169,8 @@ export function createActivities({
           denied: {
             component: POLICY,
             reason:
-              'this worker holds capability keys, so every call needs a capability (settle cap mint) from its trajectory or settled({ capability }); ' +
+              'this worker holds capability keys, so every trajectory needs a capability (settle cap mint), ' +
+              "as does a team workflow's every call (settled({ capability })); " +
               'SETTLE_ALLOW_NO_CAPABILITY=1 on the worker allows none, for development only',
           },
           network: false,
@@ -221,6 +222,25 @@ export function createActivities({
       }
       const { args } = checkedCall(registry, input.tool, input.args, registered.level === 'A0' ? 'read-only' : 'settled');
       return { args, level: registered.level, probes: registered.probes };
+    },
+
+    /**
+     * How a completed call of a team tool is undone (its definition's `compensate`, run as a local
+     * activity, so a replay takes the same answer): another call, or why there is none.
+     */
+    async describeCompensation(input: { tool: string; args: Record<string, unknown> }): Promise<ToolCompensation> {
+      const definition = registry.get(input.tool)?.definition;
+      if (!definition || definition.level === 'A0' || !definition.compensate) {
+        return { kind: 'none', reason: `${input.tool} declares no compensator` };
+      }
+      try {
+        const plan = definition.compensate(input.args);
+        if (plan?.kind === 'call' && typeof plan.tool === 'string' && typeof plan.args === 'object' && plan.args !== null) return plan;
+        if (plan?.kind === 'none' && typeof plan.reason === 'string') return plan;
+        return { kind: 'none', reason: `${input.tool}'s compensate must return { kind: 'call', tool, args } or { kind: 'none', reason }` };
+      } catch (err) {
+        return { kind: 'none', reason: `${input.tool}'s compensate failed: ${errorMessage(err)}` };
+      }
     },
 
     /** Keyed mode: the key of a call, derived with the worker's secret (run as a local activity). */

@@ -10,6 +10,9 @@
  */
 import { ActivityFailure, ApplicationFailure, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { describeArgs } from '../core/calls';
+import { FAILURE } from '../core/failures';
+import { failed } from '../core/observation';
+import { COMPENSATION_SUFFIX, compensationCallId, isCompensationCallId } from '../core/tools/compensation';
 import { deriveKey } from '../core/key';
 import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
@@ -23,6 +26,7 @@ import {
   type ApproveCallInput,
   type CallReport,
   type CallResolution,
+  type CompensationReport,
   type SettleCallInput,
   type TrajectoryInput,
 } from './definitions';
@@ -33,7 +37,7 @@ import { TrajectoryState } from './trajectory-state';
 import { settleValidCall, type CallContext } from './call-pipeline';
 import type { z } from 'zod';
 
-const { describeTeamCall } = proxyLocalActivities<SettleActivities>({
+const { describeTeamCall, describeCompensation } = proxyLocalActivities<SettleActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 });
@@ -120,8 +124,20 @@ export function settled<Tools>(options: SettledOptions = {}): SettledTools<Tools
   });
 }
 
-async function callTool(tool: string, rawArgs: unknown, call: CallOptions, options: SettledOptions): Promise<SettledResult<unknown>> {
+async function callTool(
+  tool: string,
+  rawArgs: unknown,
+  call: CallOptions,
+  options: SettledOptions,
+  origin: 'workflow' | 'compensation' = 'workflow',
+): Promise<SettledResult<unknown>> {
   const state = callState();
+  if (origin === 'workflow' && typeof call?.callId === 'string' && isCompensationCallId(call.callId)) {
+    throw ApplicationFailure.nonRetryable(
+      `call_id must not end with ${COMPENSATION_SUFFIX} (reserved for settle's compensations; got ${JSON.stringify(call.callId)})`,
+      FAILURE.InvalidArgs,
+    );
+  }
   const turn = call?.turn ?? 0;
   const described = await describeTeamCall({ tool, args: rawArgs }).catch(refusedCall);
   const trajectoryId = workflowInfo().workflowId;
@@ -161,6 +177,42 @@ async function callTool(tool: string, rawArgs: unknown, call: CallOptions, optio
     countInActivity: false,
   });
   return resultOf(report);
+}
+
+/**
+ * Runs the compensators of this workflow's completed A2/A3 calls, newest first (as a failed or
+ * cancelled trajectory does): each tool's `compensate` (asked on the worker, recorded as a local
+ * activity) names the undoing call, which runs settled itself under the call id
+ * `<call id>#compensate`, so a compensation asked again runs once. A call is compensated at most once.
+ */
+export async function compensate(options: SettledOptions = {}): Promise<CompensationReport[]> {
+  const state = callState();
+  const done: CompensationReport[] = [];
+  const candidates = state.reports.filter(
+    (r) =>
+      (r.level === 'A2' || r.level === 'A3') &&
+      r.key !== null &&
+      r.state === 'COMPLETED' &&
+      r.observation?.exit_status === 0 &&
+      !isCompensationCallId(r.callId) &&
+      !r.compensatedBy,
+  );
+  for (const original of candidates.reverse()) {
+    const forKey = original.key!;
+    const args = state.argsByKey.get(forKey);
+    const plan = args
+      ? await describeCompensation({ tool: original.tool, args })
+      : ({ kind: 'none', reason: 'arguments unavailable' } as const);
+    if (plan.kind === 'none') {
+      done.push({ forKey, tool: original.tool, key: null, resolution: 'not_compensable', observation: failed(plan.reason) });
+      continue;
+    }
+    const call = { callId: compensationCallId({ call_id: original.callId }), turn: original.turn };
+    const result = await callTool(plan.tool, plan.args, call, options, 'compensation');
+    original.compensatedBy = result.key;
+    done.push({ forKey, tool: plan.tool, key: result.key, resolution: result.resolution, observation: result.observation });
+  }
+  return done;
 }
 
 /** The registry refused the call (unknown tool, invalid arguments): the workflow sees the refusal itself, not its activity wrapper. */

@@ -173,7 +173,7 @@ describe('capabilities for team tools', () => {
     ).result();
     expect(result).toMatchObject({ resolution: 'denied', state: 'NO_RECORD' });
     expect(result!.observation.error).toMatch(
-      /denied by the worker's policy: this worker holds capability keys, so every call needs a capability/,
+      /denied by the worker's policy: this worker holds capability keys, so every trajectory needs a capability .* settled\(\{ capability \}\)/,
     );
     expect(await store.get(result!.key)).toBeUndefined();
     expect(fs.existsSync(file)).toBe(false);
