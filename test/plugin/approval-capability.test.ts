@@ -107,6 +107,7 @@ describe('an A3 call settled from a team workflow', () => {
     expect(first).toMatchObject({ key, level: 'A3' });
     expect(await handle.query(waitingForQuery)).toContain(`settle approve ${workflowId} ${key}`);
     expect(fs.existsSync(file)).toBe(false); // nothing runs before the approval
+    expect(await settle.callKeys(workflowId)).toEqual([key]); // what `settle approve` resolves a key prefix against
     await settle.approve(workflowId, approval(workflowId, key, 'approve', 'change ticket CHG-7'));
 
     const second = await awaitingApproval(handle, 'no');
@@ -173,7 +174,7 @@ describe('capabilities for team tools', () => {
     ).result();
     expect(result).toMatchObject({ resolution: 'denied', state: 'NO_RECORD' });
     expect(result!.observation.error).toMatch(
-      /denied by the worker's policy: this worker holds capability keys, so every trajectory needs a capability .* settled\(\{ capability \}\)/,
+      /denied by the worker's policy: this worker holds capability keys, so every trajectory needs a capability .*settled\(\{ capability \}\)/,
     );
     expect(await store.get(result!.key)).toBeUndefined();
     expect(fs.existsSync(file)).toBe(false);
