@@ -36,6 +36,7 @@ function accessOf(tool: ToolName) {
   };
 }
 
+/** The place a definition is handed is the environment the implementations take. */
 function envOf(place: ToolPlace): ToolEnv {
   return place;
 }

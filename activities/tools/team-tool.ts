@@ -1,7 +1,8 @@
 /**
- * A team's own tool, defined through `defineTool` (api/worker.ts), and how it maps onto the
- * interfaces settle's built-in tools implement (SettledTool, ReadOnlyTool): the claim, lease,
- * fence, probe and operator path runs unchanged for it (docs/plugin.md).
+ * A tool defined through `defineTool` (api/worker.ts) — a team's own, and settle's built-ins
+ * (built-in.ts) alike — and the one adapter onto the interfaces the settled runner drives
+ * (SettledTool, ReadOnlyTool): the claim, lease, fence, probe and operator path is the same for
+ * every tool (docs/plugin.md).
  */
 import { z } from 'zod';
 import type { ProbeVerdict } from '../../core/records';
