@@ -19,7 +19,8 @@ import { BudgetStore } from './capability/budget-store';
 import { authorize } from './capability/authorize';
 import { attenuate, type Attenuation } from './capability/attenuate';
 import type { KeyRing } from './capability/keyring';
-import { accessFor } from '../core/capability/access';
+import { COST_PER_CALL, type Access } from '../core/capability/access';
+import type { AnyTeamTool, ToolCompensation } from './tools/team-tool';
 import type { ChildRequest } from '../core/capability/rules';
 import { probeRecord, runSettled } from './settled/run-settled';
 import { emitCallEvent } from './observability/events';
@@ -138,12 +139,15 @@ export function createActivities({
   registry = ToolRegistry.builtIn(),
 }: ActivityDeps) {
   const settledCall = (toolName: string, rawArgs: unknown) => checkedCall(registry, toolName, rawArgs, 'settled');
-  /** A team's tool: registered by the worker's operator, outside the capability model (docs/plugin.md). */
-  const isTeamTool = (toolName: string) => registry.get(toolName)?.team === true;
   const callStats = new CallStats(store.db);
   const budgets = new BudgetStore(store.db);
 
-  /** Checks the capability (if the trajectory holds one) for this access, in the activity. */
+  /**
+   * Checks the capability (if the workflow passed one) for this access, in the activity: the
+   * tool's definition says what the call needs of it (`access`). Every tool alike: a worker that
+   * holds capability keys refuses a call without a capability, and a capability cannot authorize
+   * a tool that declares no access.
+   */
   async function checkAccess(
     capability: unknown,
     tool: string,
@@ -152,16 +156,21 @@ export function createActivities({
     key: string,
     audience: string,
   ): Promise<{ denied: { component: string; reason: string } | null; network: boolean; egress?: string[] }> {
-    const outside = await workspaceRefusal(workspace, policy.workspaceRoot);
-    if (outside) return { denied: { component: POLICY, reason: outside }, network: false };
+    const registered = registry.get(tool);
+    // A team's workflow has no workspace (''); a trajectory always has one, and it must be inside the root.
+    if (registered?.builtIn || workspace !== '') {
+      const outside = await workspaceRefusal(workspace, policy.workspaceRoot);
+      if (outside) return { denied: { component: POLICY, reason: outside }, network: false };
+    }
     if (capability === undefined || capability === null) {
-      // A worker that can check capabilities checks every trajectory: none is not "all".
+      // A worker that can check capabilities checks every workflow's calls: none is not "all".
       if (keyRing && !policy.allowNoCapability) {
         return {
           denied: {
             component: POLICY,
             reason:
-              'this worker holds capability keys, so every trajectory needs a capability (settle cap mint); ' +
+              'this worker holds capability keys, so every trajectory needs a capability (settle cap mint), ' +
+              "as does a team workflow's every call (settled({ capability })); " +
               'SETTLE_ALLOW_NO_CAPABILITY=1 on the worker allows none, for development only',
           },
           network: false,
@@ -171,10 +180,11 @@ export function createActivities({
     }
     if (!keyRing)
       return { denied: { component: 'kid', reason: 'this worker holds no capability keys (SETTLE_CAP_KEYS is unset)' }, network: false };
-    const access = accessFor(tool, args, workspace);
+    const declared = accessOf(registered?.definition, args, workspace);
+    if ('refusal' in declared) return { denied: { component: 'rights', reason: declared.refusal }, network: false };
     const { verdict, network, egress } = await authorize(
       capability,
-      { ...access, audience, nowMs: Date.now(), key },
+      { ...declared.access, audience, nowMs: Date.now(), key },
       { ring: keyRing, budgets },
     );
     return verdict.allowed
@@ -202,7 +212,7 @@ export function createActivities({
      */
     async describeTeamCall(input: { tool: string; args: unknown }): Promise<DescribedTeamCall> {
       const registered = registry.get(input.tool);
-      if (!registered?.team) {
+      if (!registered || registered.builtIn) {
         throw ApplicationFailure.nonRetryable(
           registered
             ? `${input.tool} is a built-in tool: it runs in settle's trajectory workflow`
@@ -210,8 +220,27 @@ export function createActivities({
           FAILURE.UnknownTool,
         );
       }
-      const { args } = checkedCall(registry, input.tool, input.args, registered.implementation.kind);
+      const { args } = checkedCall(registry, input.tool, input.args, registered.level === 'A0' ? 'read-only' : 'settled');
       return { args, level: registered.level, probes: registered.probes };
+    },
+
+    /**
+     * How a completed call of a team tool is undone (its definition's `compensate`, run as a local
+     * activity, so a replay takes the same answer): another call, or why there is none.
+     */
+    async describeCompensation(input: { tool: string; args: Record<string, unknown> }): Promise<ToolCompensation> {
+      const definition = registry.get(input.tool)?.definition;
+      if (!definition || definition.level === 'A0' || !definition.compensate) {
+        return { kind: 'none', reason: `${input.tool} declares no compensator` };
+      }
+      try {
+        const plan = definition.compensate(input.args);
+        if (plan?.kind === 'call' && typeof plan.tool === 'string' && typeof plan.args === 'object' && plan.args !== null) return plan;
+        if (plan?.kind === 'none' && typeof plan.reason === 'string') return plan;
+        return { kind: 'none', reason: `${input.tool}'s compensate must return { kind: 'call', tool, args } or { kind: 'none', reason }` };
+      } catch (err) {
+        return { kind: 'none', reason: `${input.tool}'s compensate failed: ${errorMessage(err)}` };
+      }
     },
 
     /** Keyed mode: the key of a call, derived with the worker's secret (run as a local activity). */
@@ -252,9 +281,7 @@ export function createActivities({
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
-      const access = isTeamTool(input.tool)
-        ? { denied: null, network: false }
-        : await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
+      const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
         emitCallEvent({
@@ -327,16 +354,14 @@ export function createActivities({
     async runReadOnlyTool(input: ReadOnlyCallInput): Promise<ReadOnlyResult> {
       const { tool, args } = checkedCall(registry, input.tool, input.args, 'read-only');
       const audience = Context.current().info.workflowExecution?.workflowId ?? '';
-      const access = isTeamTool(input.tool)
-        ? { denied: null }
-        : await checkAccess(
-            input.capability,
-            input.tool,
-            args,
-            input.workspace,
-            input.key ?? `${audience}:${Context.current().info.activityId}`,
-            audience,
-          );
+      const access = await checkAccess(
+        input.capability,
+        input.tool,
+        args,
+        input.workspace,
+        input.key ?? `${audience}:${Context.current().info.activityId}`,
+        audience,
+      );
       // Counted whatever the capability says (as the workflow counted it before the check).
       const counted = input.proposal
         ? callStats.recordProposedCall({ trajectoryId: audience, ...input.proposal, tool: input.tool, issue: null })
@@ -446,6 +471,23 @@ export function createActivities({
   };
 }
 
+/** What a call needs of a capability, from its tool's definition; a refusal when it declares nothing or its mapping throws. */
+function accessOf(
+  definition: AnyTeamTool | undefined,
+  args: Record<string, unknown>,
+  workspace: string,
+): { access: Access } | { refusal: string } {
+  if (!definition?.access) {
+    return { refusal: `${definition?.name ?? 'this tool'} declares no access (defineTool's access): a capability cannot authorize it` };
+  }
+  try {
+    const { right, target, cost } = definition.access(args, { workspace });
+    return { access: { op: right, target, cost: cost ?? COST_PER_CALL } };
+  } catch (err) {
+    return { refusal: `${definition.name}'s access could not be determined: ${errorMessage(err)}` };
+  }
+}
+
 /** An operator action without the authority it needs: refused for good (the update fails, naming the rule). */
 function refusedAuthority(err: unknown): never {
   if (err instanceof InputError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.OperatorAuthority);
@@ -462,18 +504,21 @@ function checkedCall<K extends 'read-only' | 'settled'>(
   kind: K,
 ): { tool: K extends 'read-only' ? ReadOnlyTool<any> : SettledTool<any, any, Observation>; args: Record<string, unknown> } {
   const registered = registry.get(toolName);
-  if (!registered) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, FAILURE.UnknownTool);
-  const implementation = registered.implementation;
-  if (implementation.kind !== kind) {
-    throw ApplicationFailure.nonRetryable(`${toolName} is a ${implementation.kind} tool, not ${kind}`, FAILURE.WrongLevel);
+  const runnable = registry.runnable(toolName);
+  if (!registered || !runnable) throw ApplicationFailure.nonRetryable(`unknown tool ${toolName}`, FAILURE.UnknownTool);
+  if (registered.runsIn === 'workflow') {
+    throw ApplicationFailure.nonRetryable(`${toolName} runs in its workflow (a child workflow), not in an activity`, FAILURE.WrongLevel);
+  }
+  if (runnable.kind !== kind) {
+    throw ApplicationFailure.nonRetryable(`${toolName} is a ${runnable.kind} tool, not ${kind}`, FAILURE.WrongLevel);
   }
   let args: Record<string, unknown>;
   try {
-    args = parseArgs(registered.args(), rawArgs) as Record<string, unknown>;
+    args = parseArgs(registered.definition.args, rawArgs) as Record<string, unknown>;
   } catch (err) {
     throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, FAILURE.InvalidArgs);
   }
-  return { tool: implementation.tool as never, args };
+  return { tool: runnable.tool as never, args };
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */
 

@@ -40,22 +40,36 @@
 export { SettlePlugin, type SettlePluginOptions } from '../workers/settle-plugin';
 
 /**
- * Defines a team tool: name, description, zod `args`, a level A0–A3 and, by level, `run` (A0) or
- * `plan` / `execute` / `probe` (A1–A3). `execute` receives the call's derived idempotency key (an
- * A1 tool sends it downstream), its generation (fencing token) and `assertLeaseHeld()`.
- * `probe` answers from the recorded intent whether the effect happened: `applied` (with the
- * result), `not_applied` or `unknown`; without one an in-doubt call waits for an operator.
+ * Defines a tool — a team's, and settle's own built-ins alike (activities/tools/built-in.ts): name,
+ * description, zod `args`, a level A0–A3 and, by level, `run` (A0) or `plan` / `prepare` /
+ * `execute` / `probe` / `afterSettled` / `compensate` (A1–A3). `execute` receives the call's
+ * derived idempotency key (an A1 tool sends it downstream), its generation (fencing token),
+ * `assertLeaseHeld()` and where it runs (`workspace`, `network`). `probe` answers from the
+ * recorded intent whether the effect happened: `applied` (with the result), `not_applied` or
+ * `unknown`; without one an in-doubt call waits for an operator. `access` names what a call needs
+ * of a capability; `observe` shapes the recorded observation.
  */
 export {
+  answer,
   defineTool,
   type AcceptedFinding,
   type EffectToolDefinition,
+  type PlannedAnswer,
   type ReadOnlyToolDefinition,
   type TeamExecutionContext,
+  type TeamPlanContext,
+  type TeamPrepareContext,
+  type TeamPreparedEffect,
   type TeamProbeContext,
   type TeamTool,
+  type ToolAccess,
+  type ToolCompensation,
   type ToolDefinition,
+  type ToolPlace,
 } from '../activities/tools/team-tool';
+
+/** What a tool's result is recorded as: output, error, exit status (the `observe` hook returns one). */
+export type { Observation } from '../core/observation';
 
 /**
  * Throw from `execute` only when it is certain the effect did not happen: the call is released

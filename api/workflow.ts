@@ -31,9 +31,18 @@
  * 4. returns how it ended, with the tool's result.
  *
  * The same call id with the same arguments in the same workflow and turn is the same call: it
- * runs once, and again it returns the recorded result. A3 tools are refused for now.
+ * runs once, and again it returns the recorded result. An A3 call first waits for `settle approve`
+ * (the approval update this helper installs). With `settled({ capability })` every call is
+ * authorized against the capability by what the tool's definition says it accesses.
  */
 export { settled } from '../workflows/team-calls';
+
+/**
+ * Undoes this workflow's completed A2/A3 calls, newest first, through each tool's `compensate`:
+ * call it when the work fails or is cancelled (inside `CancellationScope.nonCancellable` for a
+ * cancellation). Each undoing call is settled itself; asked again, nothing runs twice.
+ */
+export { compensate } from '../workflows/team-calls';
 export type { CallOptions, SettledOptions, SettledResult, SettledTools } from '../workflows/team-calls';
 export type { Observation } from '../core/observation';
 

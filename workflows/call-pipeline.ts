@@ -21,7 +21,7 @@ import { parseArgs } from '../core/validation';
 import { ProposedCallSchema } from '../core/trajectory-input';
 import type { ReadOnlyResult, SettleActivities } from '../activities/index';
 import type { CallReport, TrajectoryInput } from './definitions';
-import { deniedByCapability, SettledCall } from './settled-call';
+import { deniedByCapability, SettledCall, type SettledCallOptions } from './settled-call';
 import { spawnSubagent } from './subagent';
 import type { TrajectoryState } from './trajectory-state';
 
@@ -108,29 +108,63 @@ function runValid(ctx: CallContext, report: CallReport, call: ProposedCall, vali
   const summary = `${call.tool} ${describeArgs(valid.args)} · key ${key.slice(0, 6)}…`;
   const denial = precheckCapability(ctx, valid);
   if (denial) return countProposal(ctx, report.turn, call, null).then(() => deniedByCapability(report, denial.component, denial.reason));
-  const countInActivity = !isCompensationCallId(call.call_id);
-  if (valid.level === 'A0') return runReadOnly(ctx, report, valid, key, summary, countInActivity);
-  if (valid.level === 'A3') return runApproved(ctx, report, call, valid, key, summary, countInActivity);
-  return new SettledCall(ctx, report, key, valid.args, summary, undefined, countInActivity).run();
+  return settleValidCall(ctx, report, {
+    level: valid.level,
+    args: valid.args,
+    key,
+    summary,
+    countInActivity: !isCompensationCallId(call.call_id),
+    countRefusal: () => countProposal(ctx, report.turn, call, null),
+  });
 }
 
-/** A3 in a lean run: the approval, then the settled execution (or the denial). */
-async function runApproved(
-  ctx: CallContext,
-  report: CallReport,
-  call: ProposedCall,
-  valid: ValidCall,
-  key: string,
-  summary: string,
-  countInActivity: boolean,
-): Promise<CallReport> {
-  const decision = await approvalFor(ctx, report, call, key, valid.args);
+/** A call validated and keyed, ready to settle: by a trajectory (the catalog) or a team's workflow (the worker's registry). */
+export interface ValidatedCall {
+  level: SideEffectLevel;
+  /** The arguments as they will execute: the key was derived from these. */
+  args: Record<string, unknown>;
+  key: string;
+  /** The call on the timeline: tool, target, key. */
+  summary: string;
+  /** Whether a probe can settle it (the worker's registry); absent: the catalog's (declaresProbe). */
+  probes?: boolean;
+  /** The activity counts the proposal (a trajectory's; PATCH_COUNT_IN_ACTIVITIES). */
+  countInActivity: boolean;
+  /** Counts a proposal no activity ran for (an A3 call denied); a team's calls count none. */
+  countRefusal?: () => Promise<void>;
+}
+
+/**
+ * The one workflow-side engine of a validated call, for trajectories and `settled()` alike:
+ * A0 read (no record) · A1/A2 settled execution · A3 approval, then settled execution. The
+ * report (already in the state's reports, with its key) carries the outcome.
+ */
+export function settleValidCall(ctx: CallContext, report: CallReport, call: ValidatedCall): Promise<CallReport> {
+  if (call.level === 'A0') return runReadOnly(ctx, report, report.tool, call.args, call.key, call.summary, call.countInActivity);
+  if (call.level === 'A3') return runApproved(ctx, report, call);
+  return new SettledCall(ctx, report, settledCallOptions(call, undefined)).run();
+}
+
+function settledCallOptions(call: ValidatedCall, approval: Approval | undefined): SettledCallOptions {
+  return {
+    key: call.key,
+    args: call.args,
+    summary: call.summary,
+    ...(approval ? { approval } : {}),
+    countProposal: call.countInActivity,
+    ...(call.probes !== undefined ? { probes: call.probes } : {}),
+  };
+}
+
+/** A3: the approval, then the settled execution (or the denial). */
+async function runApproved(ctx: CallContext, report: CallReport, call: ValidatedCall): Promise<CallReport> {
+  const decision = await approvalFor(ctx, report, call.key, call.args);
   if (decision?.decision === 'deny') {
-    await countProposal(ctx, report.turn, call, null);
+    await call.countRefusal?.();
     return denied(report, decision);
   }
   const approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
-  return new SettledCall(ctx, report, key, valid.args, summary, approval, countInActivity).run();
+  return new SettledCall(ctx, report, settledCallOptions(call, approval)).run();
 }
 
 /**
@@ -179,17 +213,23 @@ async function runCallAsRecorded(
 
   // 4. By level. The activity counts the proposal unless it was counted above (or is a compensation).
   const countInActivity = !countHere && !isCompensationCallId(call.call_id);
-  if (valid.level === 'A0') return runReadOnly(ctx, report, valid, key, summary, countInActivity);
-  let approval: { approver: string; reason: string } | undefined;
+  if (valid.level === 'A0') return runReadOnly(ctx, report, valid.tool, valid.args, key, summary, countInActivity);
+  let approval: Approval | undefined;
   if (valid.level === 'A3') {
-    const decision = await approvalFor(ctx, report, call, key, valid.args);
+    const decision = await approvalFor(ctx, report, key, valid.args);
     if (decision?.decision === 'deny') {
       await counted();
       return denied(report, decision);
     }
     approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
   }
-  await new SettledCall(ctx, report, key, valid.args, summary, approval, countInActivity).run();
+  await new SettledCall(ctx, report, {
+    key,
+    args: valid.args,
+    summary,
+    ...(approval ? { approval } : {}),
+    countProposal: countInActivity,
+  }).run();
   return report;
 }
 
@@ -255,7 +295,8 @@ function precheckCapability(ctx: CallContext, valid: ValidCall): { component: st
 async function runReadOnly(
   ctx: CallContext,
   report: CallReport,
-  valid: ValidCall,
+  tool: string,
+  args: Record<string, unknown>,
   key: string,
   summary: string,
   countInActivity: boolean,
@@ -268,8 +309,8 @@ async function runReadOnly(
     { startToCloseTimeout: '1 minute', retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' }, summary },
     [
       {
-        tool: valid.tool,
-        args: valid.args,
+        tool,
+        args,
         workspace: input.workspace,
         key,
         ...(input.capability ? { capability: input.capability } : {}),
@@ -329,19 +370,14 @@ export async function countProposal(
   await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
 
+type Approval = { approver: string; reason: string };
 type Decision = { key: string; approver: string; decision: 'approve' | 'deny'; reason: string };
 
 /**
  * A3: a human approves before the effect — unless the effect already happened (a repeat of a
  * completed call needs no new approval: it replays). Returns null when no approval is needed.
  */
-async function approvalFor(
-  ctx: CallContext,
-  report: CallReport,
-  call: ProposedCall,
-  key: string,
-  args: Record<string, unknown>,
-): Promise<Decision | null> {
+async function approvalFor(ctx: CallContext, report: CallReport, key: string, args: Record<string, unknown>): Promise<Decision | null> {
   if ((await lookupRecord({ key })).state === 'COMPLETED') return null;
   const { state, input } = ctx;
   const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
@@ -355,12 +391,12 @@ async function approvalFor(
     'waiting_approval',
     waitDetails({
       headline: 'waiting for approval',
-      tool: call.tool,
+      tool: report.tool,
       target: describeArgs(args),
       key,
       sinceMs: since,
       deadline: { atMs: since + timeoutMs, then: 'denied' },
-      explanation: `Call ${codeSpan(call.call_id)} (turn ${report.turn}) is A3: it runs only once a person approves it, with one of the commands above.`,
+      explanation: `Call ${codeSpan(report.callId)} (turn ${report.turn}) is A3: it runs only once a person approves it, with one of the commands above.`,
       commands: [approve(false), approve(true)],
     }),
   );

@@ -109,6 +109,22 @@ interface Settlement {
   state: RecordStateOrUnseen;
 }
 
+/** One settled call: what it is, and what the attempts carry. */
+export interface SettledCallOptions {
+  /** The call's idempotency key. */
+  key: string;
+  /** The validated arguments it executes with. */
+  args: Record<string, unknown>;
+  /** The call on the timeline: tool, target, key. */
+  summary: string;
+  /** For an A3 call: who approved it, recorded on the claim. */
+  approval?: { approver: string; reason: string };
+  /** The activity counts the proposal (PATCH_COUNT_IN_ACTIVITIES); idempotent across attempts. */
+  countProposal?: boolean;
+  /** Whether a probe can settle it: a team tool's, from the worker's registry; absent: the catalog's. */
+  probes?: boolean;
+}
+
 export class SettledCall {
   private notExecuted = 0;
   private busyRounds = 0;
@@ -117,18 +133,25 @@ export class SettledCall {
   /** Workflow time when this call began waiting for an operator (shown in the current details). */
   private waitingSince: number | null = null;
 
+  private readonly key: string;
+  private readonly args: Record<string, unknown>;
+  private readonly summary: string;
+  private readonly approval: { approver: string; reason: string } | undefined;
+  private readonly countProposal: boolean;
+  private readonly probes: boolean | undefined;
+
   constructor(
     private readonly ctx: CallContext,
     private readonly report: CallReport,
-    private readonly key: string,
-    private readonly args: Record<string, unknown>,
-    private readonly summary: string,
-    private readonly approval: { approver: string; reason: string } | undefined,
-    /** The activity counts the proposal (PATCH_COUNT_IN_ACTIVITIES); idempotent across attempts. */
-    private readonly countProposal = false,
-    /** Whether a probe can settle it: a team tool's, from the worker's registry (api/workflow.ts); else the catalog's. */
-    private readonly probes?: boolean,
-  ) {}
+    options: SettledCallOptions,
+  ) {
+    this.key = options.key;
+    this.args = options.args;
+    this.summary = options.summary;
+    this.approval = options.approval;
+    this.countProposal = options.countProposal ?? false;
+    this.probes = options.probes;
+  }
 
   private get state(): TrajectoryState {
     return this.ctx.state;

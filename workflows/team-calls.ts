@@ -4,30 +4,42 @@
  *
  *   describeTeamCall (local activity: the worker's registry validates the arguments, gives the
  *   level and probe support; recorded, so replay never asks again) → derive the key from
- *   (workflow id, turn, call id, tool, validated arguments) → A0: read · A1/A2: SettledCall
- *   (claim, lease, fence, IN_DOUBT → probe → operator), the same as a trajectory's calls.
+ *   (workflow id, turn, call id, tool, validated arguments) → the trajectory's own engine
+ *   (call-pipeline.ts settleValidCall): A0 read · A1/A2 settled (claim, lease, fence, IN_DOUBT →
+ *   probe → operator) · A3 approval (`settle approve`), then settled.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import { describeArgs } from '../core/calls';
+import { FAILURE } from '../core/failures';
+import { failed } from '../core/observation';
+import { COMPENSATION_SUFFIX, compensationCallId, isCompensationCallId } from '../core/tools/compensation';
 import { deriveKey } from '../core/key';
 import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
 import type { SettleActivities } from '../activities/index';
 import type { AnyTeamTool, TeamTool } from '../activities/tools/team-tool';
-import { callsQuery, settleCallUpdate, waitingForQuery, type CallReport, type CallResolution, type SettleCallInput } from './definitions';
+import {
+  approveCallUpdate,
+  callsQuery,
+  settleCallUpdate,
+  waitingForQuery,
+  type ApproveCallInput,
+  type CallReport,
+  type CallResolution,
+  type CompensationReport,
+  type SettleCallInput,
+  type TrajectoryInput,
+} from './definitions';
+import { approveWithAuthority } from './operator-authority';
 import { Patches } from './patches';
-import { applyOperatorVerdict, DEFAULT_LEASE_MS, SettledCall } from './settled-call';
+import { applyOperatorVerdict, DEFAULT_LEASE_MS } from './settled-call';
 import { TrajectoryState } from './trajectory-state';
-import type { CallContext } from './call-pipeline';
+import { settleValidCall, type CallContext } from './call-pipeline';
 import type { z } from 'zod';
 
-const { describeTeamCall } = proxyLocalActivities<SettleActivities>({
+const { describeTeamCall, describeCompensation } = proxyLocalActivities<SettleActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
-});
-const { runReadOnlyTool } = proxyActivities<SettleActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
 /** How the calls of one workflow are settled. */
@@ -36,6 +48,14 @@ export interface SettledOptions {
   leaseMs?: number;
   /** Backoff between attempts after a call was proved not executed or found busy. */
   backoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * A signed capability (`settle cap mint`, audience: this workflow's id): every call is
+   * authorized against it, as a trajectory's are, by what the tool's definition says it
+   * accesses. A worker holding capability keys refuses calls without one.
+   */
+  capability?: unknown;
+  /** How long an A3 call waits for `settle approve` before it is denied, ms (default one hour). */
+  approvalTimeoutMs?: number;
 }
 
 /** Names one logical call: the same (turn, callId, tool, arguments) in the same workflow is the same call, run once. */
@@ -50,7 +70,7 @@ export interface CallOptions {
 export interface SettledResult<Result> {
   /** The call's idempotency key (`settle show <key>` prints its record). */
   key: string;
-  /** `executed`, `replayed`, `settled_by_probe`, `settled_by_operator` (completed); `read` (A0); `gave_up`. */
+  /** `executed`, `replayed`, `settled_by_probe`, `settled_by_operator` (completed); `read` (A0); `gave_up`; `denied` (approval or capability). */
   resolution: CallResolution;
   /** The endpoint record's state (NO_RECORD for A0 reads). */
   state: RecordStateOrUnseen | 'NO_RECORD';
@@ -58,6 +78,8 @@ export interface SettledResult<Result> {
   observation: Observation;
   /** The tool's result, when the call completed and its text was not cut. */
   result: Result | undefined;
+  /** An A3 call: who approved or denied it, and why (the approver its operator credential proves). */
+  approval?: { approver: string; decision: 'approve' | 'deny'; reason: string };
 }
 
 type ResultOf<T> = T extends TeamTool<string, z.ZodType, infer R, unknown> ? R : never;
@@ -84,6 +106,10 @@ function callState(): TrajectoryState {
   setHandler(settleCallUpdate, (s: SettleCallInput) => applyOperatorVerdict(state, s), {
     validator: (s: SettleCallInput) => state.validateSettleCall(s),
   });
+  // `settle approve` sends an A3 call's decision through this update, checked as a trajectory checks it.
+  setHandler(approveCallUpdate, (a: ApproveCallInput) => approveWithAuthority(state, a), {
+    validator: (a: ApproveCallInput) => state.validateApproveCall(a),
+  });
   setHandler(callsQuery, () => state.reports);
   setHandler(waitingForQuery, () => state.waitingFor);
   shared = state;
@@ -98,16 +124,22 @@ export function settled<Tools>(options: SettledOptions = {}): SettledTools<Tools
   });
 }
 
-async function callTool(tool: string, rawArgs: unknown, call: CallOptions, options: SettledOptions): Promise<SettledResult<unknown>> {
+async function callTool(
+  tool: string,
+  rawArgs: unknown,
+  call: CallOptions,
+  options: SettledOptions,
+  origin: 'workflow' | 'compensation' = 'workflow',
+): Promise<SettledResult<unknown>> {
   const state = callState();
-  const turn = call?.turn ?? 0;
-  const described = await describeTeamCall({ tool, args: rawArgs }).catch(refusedCall);
-  if (described.level === 'A3') {
+  if (origin === 'workflow' && typeof call?.callId === 'string' && isCompensationCallId(call.callId)) {
     throw ApplicationFailure.nonRetryable(
-      `${tool} is A3 (needs an approval): settled() does not run A3 tools yet; run it at A2 or from settle's trajectory`,
-      'SettleUnsupportedLevel',
+      `call_id must not end with ${COMPENSATION_SUFFIX} (reserved for settle's compensations; got ${JSON.stringify(call.callId)})`,
+      FAILURE.InvalidArgs,
     );
   }
+  const turn = call?.turn ?? 0;
+  const described = await describeTeamCall({ tool, args: rawArgs }).catch(refusedCall);
   const trajectoryId = workflowInfo().workflowId;
   // Throws InputError naming `call_id` or `turn` when they are malformed.
   const key = deriveKey({ trajectoryId, turn, callId: call?.callId, tool, args: described.args });
@@ -121,21 +153,66 @@ async function callTool(tool: string, rawArgs: unknown, call: CallOptions, optio
     resolution: 'pending',
     attempts: 0,
     observation: null,
+    approval: null,
   };
   state.reports.push(report);
   state.argsByKey.set(key, described.args);
-  if (described.level === 'A0') {
-    const read = await runReadOnlyTool({ tool, args: described.args, workspace: '', key });
-    report.resolution = 'read';
-    report.observation = read.kind === 'observed' ? read.observation : { output: '', error: read.reason, exit_status: 1, truncated: false };
-    return resultOf(report);
-  }
-  // SettledCall reads the lease, backoff and workspace from the input; a team tool has no workspace.
-  const input = { workspace: '', leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS, ...(options.backoff ? { backoff: options.backoff } : {}) };
+  // The trajectory's engine, with this workflow's settings in place of a trajectory's input; a
+  // team's workflow has no workspace.
+  const input = {
+    workspace: '',
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+    ...(options.backoff ? { backoff: options.backoff } : {}),
+    ...(options.capability !== undefined ? { capability: options.capability as TrajectoryInput['capability'] } : {}),
+    ...(options.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
+  };
   const ctx: CallContext = { trajectoryId, input, state };
   const summary = `${tool} ${describeArgs(described.args)} · key ${key.slice(0, 6)}…`;
-  await new SettledCall(ctx, report, key, described.args, summary, undefined, false, described.probes).run();
+  await settleValidCall(ctx, report, {
+    level: described.level,
+    args: described.args,
+    key,
+    summary,
+    probes: described.probes,
+    countInActivity: false,
+  });
   return resultOf(report);
+}
+
+/**
+ * Runs the compensators of this workflow's completed A2/A3 calls, newest first (as a failed or
+ * cancelled trajectory does): each tool's `compensate` (asked on the worker, recorded as a local
+ * activity) names the undoing call, which runs settled itself under the call id
+ * `<call id>#compensate`, so a compensation asked again runs once. A call is compensated at most once.
+ */
+export async function compensate(options: SettledOptions = {}): Promise<CompensationReport[]> {
+  const state = callState();
+  const done: CompensationReport[] = [];
+  const candidates = state.reports.filter(
+    (r) =>
+      (r.level === 'A2' || r.level === 'A3') &&
+      r.key !== null &&
+      r.state === 'COMPLETED' &&
+      r.observation?.exit_status === 0 &&
+      !isCompensationCallId(r.callId) &&
+      !r.compensatedBy,
+  );
+  for (const original of candidates.reverse()) {
+    const forKey = original.key!;
+    const args = state.argsByKey.get(forKey);
+    const plan = args
+      ? await describeCompensation({ tool: original.tool, args })
+      : ({ kind: 'none', reason: 'arguments unavailable' } as const);
+    if (plan.kind === 'none') {
+      done.push({ forKey, tool: original.tool, key: null, resolution: 'not_compensable', observation: failed(plan.reason) });
+      continue;
+    }
+    const call = { callId: compensationCallId({ call_id: original.callId }), turn: original.turn };
+    const result = await callTool(plan.tool, plan.args, call, options, 'compensation');
+    original.compensatedBy = result.key;
+    done.push({ forKey, tool: plan.tool, key: result.key, resolution: result.resolution, observation: result.observation });
+  }
+  return done;
 }
 
 /** The registry refused the call (unknown tool, invalid arguments): the workflow sees the refusal itself, not its activity wrapper. */
@@ -163,5 +240,6 @@ function resultOf(report: CallReport): SettledResult<unknown> {
     state: report.state,
     observation,
     result,
+    ...(report.approval ? { approval: report.approval } : {}),
   };
 }

@@ -1,25 +1,27 @@
 /**
- * The tools a worker runs: settle's built-ins plus the team's own definitions (docs/plugin.md).
- * Levels, probe support and argument validation of every call come from here, on the worker.
+ * The tools a worker runs, one kind of entry for all: settle's built-ins and the team's own, each
+ * a `defineTool` definition (built-in.ts, docs/plugin.md). Levels, probe support and argument
+ * validation of every call come from here, on the worker.
  */
-import type { z } from 'zod';
 import { SPAWN_SUBAGENT } from '../../core/capability/subagent';
-import { CATALOG, isToolName, levelAtLeast, type SideEffectLevel } from '../../core/tools/catalog';
+import { isToolName, levelAtLeast, type SideEffectLevel } from '../../core/tools/catalog';
 import { lintDocument } from '../../core/lint/index';
 import type { Observation } from '../../core/observation';
 import type { SettledTool } from '../settled/settled-tool';
-import { TOOL_IMPLEMENTATIONS, type ToolImplementation } from './index';
+import { builtInTools, spawnSubagentTool } from './built-in';
+import type { ReadOnlyTool } from './read-only-tool';
 import { publishTeamTool, readOnlyToolOf, settledToolOf, type AnyTeamTool } from './team-tool';
 
-/** One tool as the worker runs it. */
+/** One tool as the worker runs it: its definition, and the level the worker's operator set. */
 export interface RegisteredTool {
-  implementation: ToolImplementation;
+  definition: AnyTeamTool;
   level: SideEffectLevel;
   /** Whether a probe can settle an in-doubt call (else an operator must). */
   probes: boolean;
-  args: () => z.ZodType;
-  /** A team's tool (true), or one of settle's built-ins. */
-  team: boolean;
+  /** One of settle's built-ins (the catalog's tools, spawn_subagent), or a team's tool. */
+  builtIn: boolean;
+  /** Where the call runs: an activity, or (spawn_subagent) the trajectory's child workflow. */
+  runsIn: 'activity' | 'workflow';
 }
 
 export interface RegistryOptions {
@@ -27,8 +29,13 @@ export interface RegistryOptions {
   levels?: Readonly<Record<string, SideEffectLevel>>;
 }
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- a heterogeneous registry: each tool validates its own argument type */
+type Runnable = { kind: 'read-only'; tool: ReadOnlyTool<any> } | { kind: 'settled'; tool: SettledTool<any, any, Observation> };
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
 export class ToolRegistry {
   private readonly tools = new Map<string, RegisteredTool>();
+  private readonly runnables = new Map<string, Runnable>();
 
   /** Built-ins only: what a worker without team tools runs. */
   static builtIn(): ToolRegistry {
@@ -36,56 +43,59 @@ export class ToolRegistry {
   }
 
   /**
-   * Registers the team's definitions next to the built-ins. Throws a one-line error for a
-   * duplicate name, a name a built-in has, a lowered level, or a `settle lint` finding the
-   * definition does not accept with a reason.
+   * Registers the team's definitions next to the built-ins, every one checked the same way
+   * (`settle lint`, levels). Throws a one-line error for a duplicate name, a name a built-in
+   * has, a lowered level, or a `settle lint` finding the definition does not accept with a reason.
    */
   constructor(teamTools: readonly AnyTeamTool[], options: RegistryOptions = {}) {
-    for (const name of Object.keys(CATALOG) as (keyof typeof CATALOG)[]) {
-      const entry = CATALOG[name];
-      this.tools.set(name, {
-        implementation: TOOL_IMPLEMENTATIONS[name],
-        level: entry.level,
-        probes: entry.probe !== false,
-        args: entry.args,
-        team: false,
-      });
-    }
+    for (const tool of Object.values(builtInTools())) this.register(tool, undefined, true, 'activity');
+    this.register(spawnSubagentTool(), undefined, true, 'workflow');
     for (const tool of teamTools) {
       if (tool?.__settleTool !== true) throw new Error('SettlePlugin tools: every tool must be made by defineTool');
       if (isToolName(tool.name) || tool.name === SPAWN_SUBAGENT) {
         throw new Error(`SettlePlugin tools: ${tool.name} is a built-in tool's name; a team tool may not shadow it`);
       }
       if (this.tools.has(tool.name)) throw new Error(`SettlePlugin tools: ${tool.name} is defined twice`);
-      lintTeamTool(tool);
-      const level = levelFor(tool, options.levels?.[tool.name]);
-      if (level === 'A0' && tool.level !== 'A0') throw new Error(`SettlePlugin levels: ${tool.name} cannot run at A0`);
-      if (level !== 'A0' && tool.level === 'A0') {
-        throw new Error(`SettlePlugin levels: ${tool.name} is read-only (A0, run); raising it needs execute and probe`);
-      }
-      const schema = tool.args;
-      this.tools.set(tool.name, {
-        implementation:
-          tool.level === 'A0' ? { kind: 'read-only', tool: readOnlyToolOf(tool) } : { kind: 'settled', tool: settledToolOf(tool) },
-        level,
-        probes: tool.level !== 'A0' && tool.probe !== undefined,
-        args: () => schema,
-        team: true,
-      });
+      this.register(tool, options.levels?.[tool.name], false, 'activity');
     }
     for (const name of Object.keys(options.levels ?? {})) {
-      if (!this.tools.get(name)?.team) throw new Error(`SettlePlugin levels: ${name} is not a team tool of this worker`);
+      const registered = this.tools.get(name);
+      if (!registered || registered.builtIn) throw new Error(`SettlePlugin levels: ${name} is not a team tool of this worker`);
     }
+  }
+
+  private register(
+    tool: AnyTeamTool,
+    operatorLevel: SideEffectLevel | undefined,
+    builtIn: boolean,
+    runsIn: RegisteredTool['runsIn'],
+  ): void {
+    lintTeamTool(tool);
+    const level = levelFor(tool, operatorLevel);
+    if (level === 'A0' && tool.level !== 'A0') throw new Error(`SettlePlugin levels: ${tool.name} cannot run at A0`);
+    if (level !== 'A0' && tool.level === 'A0') {
+      throw new Error(`SettlePlugin levels: ${tool.name} is read-only (A0, run); raising it needs execute and probe`);
+    }
+    this.tools.set(tool.name, { definition: tool, level, probes: tool.level !== 'A0' && tool.probe !== undefined, builtIn, runsIn });
   }
 
   get(name: string): RegisteredTool | undefined {
     return this.tools.get(name);
   }
 
-  /* eslint-disable-next-line @typescript-eslint/no-explicit-any -- a heterogeneous registry */
-  settled(name: string): SettledTool<any, any, Observation> | undefined {
-    const tool = this.tools.get(name);
-    return tool?.implementation.kind === 'settled' ? tool.implementation.tool : undefined;
+  /** How the activities run a registered tool (made once per tool, on first use). */
+  runnable(name: string): Runnable | undefined {
+    const known = this.runnables.get(name);
+    if (known) return known;
+    const registered = this.tools.get(name);
+    if (!registered) return undefined;
+    const { definition } = registered;
+    const runnable: Runnable =
+      definition.level === 'A0'
+        ? { kind: 'read-only', tool: readOnlyToolOf(definition) }
+        : { kind: 'settled', tool: settledToolOf(definition) };
+    this.runnables.set(name, runnable);
+    return runnable;
   }
 }
 

@@ -16,7 +16,7 @@ import { makeWorkerPolicy } from '../../activities/worker-policy';
 import { installRuntime } from '../../workers/runtime';
 import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 import { appendLine, downstreamKeys, failAfterEffect, teamTools } from './fixtures/tools';
-import type { appendTwice, teamWorkflow } from './fixtures/workflows';
+import type { appendThenUndo, appendTwice, teamWorkflow } from './fixtures/workflows';
 
 const WORKFLOWS = fileURLToPath(new URL('./fixtures/workflows.ts', import.meta.url));
 const db = openTestDb(2);
@@ -113,6 +113,30 @@ describe('a team tool settled from a team workflow', () => {
     const [result] = await runTeam(uniqueId('team-a0'), [{ tool: 'count_lines', args: { file }, callId: 'count' }]);
     expect(result).toMatchObject({ resolution: 'read', state: 'NO_RECORD', result: { lines: 2 } });
     expect(await store.get(result!.key)).toBeUndefined();
+  });
+
+  it('compensates completed A2 calls newest first through their definition, each undoing call settled, once', async () => {
+    const file = path.join(tempWorkspace('team'), 'log.txt');
+    const workflowId = uniqueId('team-undo');
+    const { first, again } = await client.workflow.execute<typeof appendThenUndo>('appendThenUndo', {
+      workflowId,
+      taskQueue,
+      args: [file],
+    });
+    const keyOf = (callId: string, text: string) => callKey({ workflowId, callId, tool: 'append_line', args: { file, text } });
+    expect(first).toMatchObject([
+      { forKey: keyOf('two', 'two'), tool: 'remove_line', resolution: 'executed' },
+      { forKey: keyOf('one', 'one'), tool: 'remove_line', resolution: 'executed' },
+    ]);
+    expect(first.map((c) => c.key)).toEqual([
+      callKey({ workflowId, callId: 'two#compensate', tool: 'remove_line', args: { file, text: 'two' } }),
+      callKey({ workflowId, callId: 'one#compensate', tool: 'remove_line', args: { file, text: 'one' } }),
+    ]);
+    expect(again).toEqual([]); // the A1 call is never compensated, and nothing twice
+    expect(fs.readFileSync(file, 'utf8')).toBe('');
+    await expect(
+      runTeam(uniqueId('team-reserved'), [{ tool: 'count_lines', args: { file }, callId: 'x#compensate' }]),
+    ).rejects.toMatchObject({ cause: { message: expect.stringContaining('call_id must not end with #compensate') } });
   });
 
   it('refuses invalid arguments and tools the worker does not register, naming them', async () => {

@@ -3,7 +3,9 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { CATALOG, publishedCatalog, type ToolName } from '../../core/tools/catalog';
 import { parseArgs } from '../../core/validation';
-import { TOOL_IMPLEMENTATIONS } from '../../activities/tools/index';
+import { builtInTools } from '../../activities/tools/built-in';
+import { publishTeamTool } from '../../activities/tools/team-tool';
+import { ToolRegistry } from '../../activities/tools/registry';
 
 const published = publishedCatalog();
 
@@ -91,11 +93,25 @@ describe('published catalog', () => {
     }
   });
 
-  it('read-only implementations exactly for A0 tools, settled ones for the rest', () => {
-    for (const [name, impl] of Object.entries(TOOL_IMPLEMENTATIONS)) {
-      expect(impl.kind === 'read-only', name).toBe(CATALOG[name as ToolName].level === 'A0');
-      expect(impl.tool.name).toBe(name);
+  it('every catalog tool is a defineTool definition with the catalog’s name, level, argument model, probe and published form', () => {
+    const registry = ToolRegistry.builtIn();
+    expect(Object.keys(builtInTools()).sort()).toEqual(Object.keys(CATALOG).sort());
+    for (const [name, definition] of Object.entries(builtInTools())) {
+      const entry = CATALOG[name as ToolName];
+      expect(definition.__settleTool, name).toBe(true);
+      expect(definition.name).toBe(name);
+      expect(definition.level, name).toBe(entry.level);
+      expect(definition.args, name).toBe(entry.args());
+      expect(definition.level === 'A0' ? false : definition.probe !== undefined, name).toBe(entry.probe !== false);
+      const mine = published.find((p) => p.name === name)!;
+      const { description, parameters } = publishTeamTool(definition);
+      expect(description, name).toBe(mine.description);
+      expect({ ...parameters, description }, name).toEqual({ ...mine.parameters, description });
+      const registered = registry.get(name)!;
+      expect(registered.definition).toBe(definition);
+      expect(registry.runnable(name)!.kind, name).toBe(entry.level === 'A0' ? 'read-only' : 'settled');
     }
+    expect(registry.get('spawn_subagent')).toMatchObject({ level: 'A2', builtIn: true, runsIn: 'workflow' });
   });
 });
 

@@ -1,0 +1,125 @@
+/**
+ * settle's built-in tools, defined through `defineTool` like any team's tool: the registry holds
+ * them and a team's tools alike (registry.ts). Each wraps its implementation (file-view.ts …):
+ * the arguments, level and probe support are the catalog's (core/tools/catalog.ts, what models
+ * see and `settle lint` checks); capability access and compensation are core's, shared with the
+ * workflow's pre-check and compensations. spawn_subagent is a definition too, run by the
+ * trajectory as a child workflow (workflows/subagent.ts), never by an activity.
+ */
+import { accessFor } from '../../core/capability/access';
+import { SPAWN_SUBAGENT, spawnSubagentArgs } from '../../core/capability/subagent';
+import type { Observation } from '../../core/observation';
+import { BASH_EXECUTE, bashExecuteArgs } from '../../core/tools/bash-execute';
+import { CATALOG, type ToolName } from '../../core/tools/catalog';
+import { compensationFor } from '../../core/tools/compensation';
+import { FILE_EDIT, fileEditArgs } from '../../core/tools/file-edit';
+import { FILE_VIEW, fileViewArgs } from '../../core/tools/file-view';
+import { GREP_SEARCH, grepSearchArgs } from '../../core/tools/grep-search';
+import { lazy } from '../../core/lazy';
+import { NoEffect, type SettledTool, type ToolEnv } from '../settled/settled-tool';
+import type { ReadOnlyTool } from './read-only-tool';
+import { bashExecute } from './bash-execute';
+import { fileEdit } from './file-edit';
+import { fileView } from './file-view';
+import { grepSearch } from './grep-search';
+import { answer, defineTool, type AnyTeamTool, type ToolAccess, type ToolPlace } from './team-tool';
+import type { z } from 'zod';
+
+/** The built-ins' results are observations already. */
+const asObservation = (o: Observation): Observation => o;
+
+/** The catalog's capability mapping (the workflow's pre-check uses the same one). */
+function accessOf(tool: ToolName) {
+  return (args: unknown, place: ToolPlace): ToolAccess => {
+    const { op, target, cost } = accessFor(tool, args as Record<string, unknown>, place.workspace);
+    return { right: op, target, cost };
+  };
+}
+
+/** The place a definition is handed is the environment the implementations take. */
+function envOf(place: ToolPlace): ToolEnv {
+  return place;
+}
+
+/** The description published to models: the argument model's own. */
+function describedBy(schema: z.ZodType): string {
+  return schema.description ?? '';
+}
+
+function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation: ReadOnlyTool<Args>): AnyTeamTool {
+  return defineTool({
+    name,
+    description: describedBy(schema),
+    args: schema,
+    level: 'A0',
+    run: (args, place) => implementation.run(args, envOf(place)),
+    observe: asObservation,
+    access: accessOf(name),
+  });
+}
+
+function settledBuiltIn<Args, Intent>(name: ToolName, schema: z.ZodType<Args>, implementation: SettledTool<Args, Intent, Observation>) {
+  const level = CATALOG[name].level;
+  if (level === 'A0') throw new Error(`${name} is A0 in the catalog: it has a read-only implementation`);
+  const prepare = implementation.prepare?.bind(implementation);
+  const afterSettled = implementation.afterSettled?.bind(implementation);
+  return defineTool<ToolName, z.ZodType<Args>, Observation, Intent>({
+    name,
+    description: describedBy(schema),
+    args: schema,
+    level,
+    async plan(args, ctx) {
+      const plan = await implementation.plan(args, envOf(ctx), { key: ctx.key });
+      return plan.kind === 'answer' ? answer(plan.result) : plan.intent;
+    },
+    execute: (args, ctx) => implementation.execute(args, ctx.intent, envOf(ctx), ctx),
+    ...(prepare ? { prepare: (args, ctx) => prepare(args, ctx.intent, envOf(ctx), { key: ctx.key, retried: ctx.retried }) } : {}),
+    probe: (args, intent, ctx) => implementation.probe(args, intent, envOf(ctx), ctx),
+    ...(afterSettled ? { afterSettled: (args, intent, at) => afterSettled(args, intent, at) } : {}),
+    compensate: (args) => compensationFor(name, args as Record<string, unknown>),
+    observe: asObservation,
+    access: accessOf(name),
+  }) as AnyTeamTool;
+}
+
+/**
+ * spawn_subagent: its arguments and level are a definition's, so the registry reserves its name
+ * and describes it like any tool; its execution is a child workflow the trajectory starts
+ * (workflows/subagent.ts). An activity never runs it: the worker refuses it before `execute`.
+ */
+export const spawnSubagentTool = lazy(() =>
+  defineTool({
+    name: SPAWN_SUBAGENT,
+    description: 'Starts a sub-agent: a child trajectory with a narrower capability, attenuated from this one.',
+    args: spawnSubagentArgs(),
+    level: 'A2',
+    // Its scripted turns are trajectory input (core/trajectory-input.ts): each call in them is
+    // validated against its own tool's model when the sub-agent runs it, not here.
+    accept: [
+      {
+        rule: 'bounded-types',
+        pointer: '/parameters/properties/turns/items/properties/turn',
+        reason: 'a turn number, bounded by the turn count',
+      },
+      {
+        rule: 'untyped-bag',
+        pointer: '/parameters/properties/turns/items/properties/calls/items/properties/args/additionalProperties',
+        reason: "a scripted call's arguments, validated by that call's tool when the sub-agent runs it",
+      },
+      {
+        rule: 'bounded-types',
+        pointer: '/parameters/properties/turns/items/properties/calls/items/properties/args/propertyNames',
+        reason: "a scripted call's argument names, checked by that call's tool",
+      },
+    ],
+    execute: () => Promise.reject(new NoEffect(`${SPAWN_SUBAGENT} runs as a child workflow of its trajectory, never as an activity`)),
+  }),
+);
+
+/** The catalog's tools, one definition each. */
+export const builtInTools = lazy((): Record<ToolName, AnyTeamTool> => ({
+  [BASH_EXECUTE]: settledBuiltIn(BASH_EXECUTE, bashExecuteArgs(), bashExecute),
+  [FILE_EDIT]: settledBuiltIn(FILE_EDIT, fileEditArgs(), fileEdit),
+  [FILE_VIEW]: readOnly(FILE_VIEW, fileViewArgs(), fileView),
+  [GREP_SEARCH]: readOnly(GREP_SEARCH, grepSearchArgs(), grepSearch),
+}));
