@@ -7,6 +7,8 @@ import { bashExecute } from './bash-execute';
 import { fileEdit } from './file-edit';
 import { fileView } from './file-view';
 import { grepSearch } from './grep-search';
+import { httpRequest } from './http-request';
+import { settledToolOf } from './team-tool';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- a heterogeneous registry: each tool validates its own argument type */
 export type ToolImplementation =
@@ -21,4 +23,6 @@ export const TOOL_IMPLEMENTATIONS = {
   file_edit: { kind: 'settled', tool: fileEdit },
   file_view: { kind: 'read-only', tool: fileView },
   grep_search: { kind: 'read-only', tool: grepSearch },
+  // Defined through defineTool, as a team's tool is (docs/http-request.md).
+  http_request: { kind: 'settled', tool: settledToolOf(httpRequest) },
 } as const satisfies Record<ToolName, ToolImplementation>;

@@ -8,8 +8,28 @@ import type { ProbeVerdict } from '../../core/records';
 import { ok, type Observation } from '../../core/observation';
 import type { SideEffectLevel } from '../../core/tools/catalog';
 import { TOOL_NAME_PATTERN } from '../../core/key';
-import type { SettledTool } from '../settled/settled-tool';
+import type { SettledTool, ToolEnv } from '../settled/settled-tool';
 import type { ReadOnlyTool } from './read-only-tool';
+
+/**
+ * Where a call runs, resolved by the worker (never from the tool's arguments): a trajectory's
+ * workspace and what its capability grants. A call from `settled()` has no workspace ('') and no network.
+ */
+export interface ToolPlace {
+  /** Real path of the trajectory's workspace directory; '' for a call from a team's workflow. */
+  workspace: string;
+  /** The worker's workspace root (its policy), when it has one. */
+  workspaceRoot?: string;
+  /** Whether the call may use the network: the capability's `connect` right. */
+  network?: boolean;
+  /** With `network`: the capability's `host:` objects, the only hosts the call may reach. */
+  egress?: string[];
+}
+
+/** What `plan` is handed: the place and the call's key (to name what the plan records, e.g. a temporary file). */
+export interface TeamPlanContext extends ToolPlace {
+  key: string;
+}
 
 /** What `execute` is handed: the call's key and fencing token, and the lease check to make right before the effect. */
 export interface TeamExecutionContext<Intent> {
@@ -61,7 +81,7 @@ export interface EffectToolDefinition<Name extends string, Schema extends z.ZodT
 > {
   level: 'A1' | 'A2' | 'A3';
   /** Read-only: what the call will do, recorded before the effect (default: the arguments). JSON only. */
-  plan?(args: z.output<Schema>): Promise<Intent>;
+  plan?(args: z.output<Schema>, ctx: TeamPlanContext): Promise<Intent>;
   /**
    * Performs the effect. Throw NoEffect only when it is certain nothing happened; any other
    * exception leaves the call IN_DOUBT (its probe, or an operator, settles it).
@@ -131,6 +151,16 @@ export function observationOf(result: unknown): Observation {
   return ok(JSON.stringify(result ?? null));
 }
 
+/** The place of a call, as the runtime's ToolEnv hands it. */
+function placeOf(env: ToolEnv): ToolPlace {
+  return {
+    workspace: env.workspace,
+    ...(env.workspaceRoot !== undefined ? { workspaceRoot: env.workspaceRoot } : {}),
+    ...(env.network !== undefined ? { network: env.network } : {}),
+    ...(env.egress !== undefined ? { egress: env.egress } : {}),
+  };
+}
+
 /** The built-in interfaces' implementation of a team tool (the runtime validated its arguments already). */
 /* eslint-disable @typescript-eslint/no-explicit-any -- arguments validated against the tool's own schema */
 export function settledToolOf(tool: AnyTeamTool): SettledTool<any, any, Observation> {
@@ -138,8 +168,8 @@ export function settledToolOf(tool: AnyTeamTool): SettledTool<any, any, Observat
   const d = tool;
   return {
     name: d.name,
-    async plan(args) {
-      const intent: unknown = d.plan ? await d.plan(args) : args;
+    async plan(args, env, at) {
+      const intent: unknown = d.plan ? await d.plan(args, { ...placeOf(env), key: at?.key ?? '' }) : args;
       return { kind: 'proceed', intent: intent ?? null };
     },
     async execute(args, intent, _env, ctx) {
