@@ -334,8 +334,14 @@ describe('settle cost', () => {
     ]);
     expect(out.vs.cost).toEqual({ turns: 40, tools: 4, meanTokens: 97, perTurn: 388, perTrajectory: 15_520 });
     const ours = out.catalog.cost;
-    expect(out.catalog.tools.map((t: { name: string }) => t.name)).toEqual(['bash_execute', 'file_view', 'file_edit', 'grep_search']);
-    expect(ours.tools).toBe(4);
+    expect(out.catalog.tools.map((t: { name: string }) => t.name)).toEqual([
+      'bash_execute',
+      'file_view',
+      'file_edit',
+      'grep_search',
+      'http_request',
+    ]);
+    expect(ours.tools).toBe(5);
     expect(ours.perTurn).toBe(out.catalog.tools.reduce((a: number, t: { tokens: number }) => a + t.tokens, 0));
     expect(ours.perTrajectory).toBe(40 * ours.perTurn);
     expect(ours.meanTokens).toBe(ours.perTurn / 4);
