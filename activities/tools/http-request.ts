@@ -132,11 +132,35 @@ async function send(
   key: string | null,
   beforeSending: () => void,
 ): Promise<HttpResponse> {
+  const { target, address, headers } = await beforeAnyByte(() => prepare(args, url, method, intent, key));
+  beforeSending(); // the lease, immediately before the effect
+  return exchange(target, address, method, headers, method === 'GET' ? undefined : args.body);
+}
+
+/** Everything up to the connection sends nothing: whatever fails there (a bad operator setting too) is NoEffect. */
+async function beforeAnyByte<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    throw err instanceof NoEffect ? err : new NoEffect(`nothing sent: ${errorMessage(err)}`);
+  }
+}
+
+/** The target checked against the grant and the egress rules, the address to connect to, and the headers. */
+async function prepare(
+  args: Pick<HttpRequestArgs, 'body' | 'headers'>,
+  url: string,
+  method: string,
+  intent: HttpRequestIntent,
+  key: string | null,
+): Promise<{ target: HttpTarget; address: string; headers: Record<string, string> }> {
   const target = httpTarget(url);
   const decision = await decideEgress(`${target.host}:${target.port}`, { grants: [intent.grant], allowInternal: allowedInternal() });
   if (!decision.allowed) throw new NoEffect(`settle egress refused: ${decision.reason}`);
   if (target.scheme === 'http' && !internalAddress(decision.address)) {
-    throw new NoEffect(`${target.host} is a public address: http_request sends over https only (http only to an address the operator allows)`);
+    throw new NoEffect(
+      `${target.host} is a public address: http_request sends over https only (http only to an address the operator allows)`,
+    );
   }
   const headers: Record<string, string> = {
     host: target.port === (target.scheme === 'https' ? 443 : 80) ? target.host : `${target.host}:${target.port}`,
@@ -148,8 +172,7 @@ async function send(
   if (args.body !== undefined && method !== 'GET') headers['content-type'] = 'application/json';
   const authorization = authorizationFor(target.host, target.port);
   if (authorization) headers.authorization = authorization;
-  beforeSending(); // the lease, immediately before the effect
-  return exchange(target, decision.address, method, headers, method === 'GET' ? undefined : args.body);
+  return { target, address: decision.address, headers };
 }
 
 function exchange(
@@ -203,7 +226,12 @@ function exchange(
           const value = res.headers[name];
           if (typeof value === 'string') selected[name] = value.slice(0, 512);
         }
-        resolve({ status: res.statusCode ?? 0, headers: selected, body: truncated ? text : parsed(text), ...(truncated ? { truncated } : {}) });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: selected,
+          body: truncated ? text : parsed(text),
+          ...(truncated ? { truncated } : {}),
+        });
       }
     });
     const timer = setTimeout(() => req.destroy(new Error(`no complete response within ${HTTP_TIMEOUT_MS} ms`)), HTTP_TIMEOUT_MS);

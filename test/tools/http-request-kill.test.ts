@@ -71,7 +71,14 @@ function startTrajectory(taskQueue: string, hostObject: string, args: Record<str
   return client.workflow.start('trajectoryWorkflow', {
     taskQueue,
     workflowId,
-    args: [{ workspace: tempWorkspace('http-kill'), leaseMs: 2_000, capability, turns: [{ turn: 0, calls: [{ call_id: 'pay', tool: 'http_request', args }] }] }],
+    args: [
+      {
+        workspace: tempWorkspace('http-kill'),
+        leaseMs: 2_000,
+        capability,
+        turns: [{ turn: 0, calls: [{ call_id: 'pay', tool: 'http_request', args }] }],
+      },
+    ],
   });
 }
 

@@ -99,7 +99,9 @@ describe('http_request sends settle’s key downstream', () => {
     const { outcome, record } = await call(charge(2));
     expect(outcome).toMatchObject({ kind: 'released' });
     expect(record?.detail).toMatch(
-      new RegExp(`settle egress refused: .*127\\.0\\.0\\.1 is loopback \\(the worker's operator may allow 127\\.0\\.0\\.1:${service.port} in SETTLE_EGRESS_ALLOW_INTERNAL\\)`),
+      new RegExp(
+        `settle egress refused: .*127\\.0\\.0\\.1 is loopback \\(the worker's operator may allow 127\\.0\\.0\\.1:${service.port} in SETTLE_EGRESS_ALLOW_INTERNAL\\)`,
+      ),
     );
     expect(service.requests().length).toBe(before);
   });
@@ -144,7 +146,12 @@ describe('in doubt, settled by the endpoint’s deduplication', () => {
       ...answered,
       headers: { ...answered.headers, 'idempotent-replayed': 'true' },
     });
-    expect(service.effects().slice(before).map((e) => e.key)).toEqual([key]);
+    expect(
+      service
+        .effects()
+        .slice(before)
+        .map((e) => e.key),
+    ).toEqual([key]);
   });
 
   it('the first request never arrived: the probe’s repeat is the one effect, and settles the call applied', async () => {
@@ -165,7 +172,12 @@ describe('in doubt, settled by the endpoint’s deduplication', () => {
     await tool.execute(charge(500), intent, grant(), { key, generation: 1, assertLeaseHeld: () => {} });
     const reused = JSON.parse((await tool.execute(charge(501), intent, grant(), { key, generation: 1, assertLeaseHeld: () => {} })).output);
     expect(reused).toMatchObject({ status: 400, body: { error: { type: 'idempotency_error' } } });
-    expect(service.effects().slice(before).map((e) => e.body)).toEqual([{ amount: 500 }]);
+    expect(
+      service
+        .effects()
+        .slice(before)
+        .map((e) => e.body),
+    ).toEqual([{ amount: 500 }]);
   });
 
   it('with status_url the probe reads it: 2xx applied, 404 not applied, and sends nothing that changes state', async () => {
@@ -179,7 +191,12 @@ describe('in doubt, settled by the endpoint’s deduplication', () => {
     const missing = await tool.probe(charge(600, { status_url: `${service.url}/v1/charges/ch_none` }), intent, grant(), at);
     expect(missing).toMatchObject({ verdict: 'not_applied' });
     expect(service.effects().length).toBe(before);
-    expect(service.requests().slice(-2).map((r) => [r.method, r.key])).toEqual([
+    expect(
+      service
+        .requests()
+        .slice(-2)
+        .map((r) => [r.method, r.key]),
+    ).toEqual([
       ['GET', null],
       ['GET', null],
     ]);
@@ -202,6 +219,12 @@ describe('credentials come from the worker’s operator, never from arguments', 
       const args = httpRequestArgs().parse({ method: 'POST', url: `http://127.0.0.1:${port}/x`, body: '{}' });
       await call(args, { ...grant(), egress: [`host:127.0.0.1:${port}`] });
       expect(seen).toEqual(['Bearer sk_test_1']);
+      // A named variable that is unset: the call fails before anything is sent, released (not in doubt).
+      delete process.env.TEST_HTTP_TOKEN;
+      const unset = await call(args, { ...grant(), egress: [`host:127.0.0.1:${port}`] });
+      expect(unset.outcome).toMatchObject({ kind: 'released' });
+      expect(unset.record?.detail).toMatch(/nothing sent: SETTLE_HTTP_AUTHORIZATION\[0\] must name a set variable/);
+      expect(seen).toHaveLength(1);
       expect(() =>
         httpRequestArgs().parse({ method: 'POST', url: `http://127.0.0.1:${port}/x`, headers: [{ name: 'Authorization', value: 'x' }] }),
       ).toThrow(/Accept-Language/);
