@@ -26,7 +26,7 @@ export const MAX_HTTP_BODY_CHARS = 65536;
  * `scheme://host[:port][/path][?query]`: a lowercase DNS name or a dotted-quad IPv4 address, no
  * user info, no fragment, printable ASCII without `"`, `#`, `\` or spaces in the path.
  */
-const URL_PATTERN = /^(https?):\/\/([a-z0-9.-]{1,253})(?::([1-9][0-9]{0,4}))?((?:\/|\?)[\x21\x24-\x5b\x5d-\x7e]*)?$/;
+const URL_PATTERN = /^(https?):\/\/([a-z0-9.-]{1,253})(?::([1-9]\d{0,4}))?([/?][!$-[\]-~]*)?$/;
 
 export interface HttpTarget {
   scheme: 'http' | 'https';
@@ -65,45 +65,35 @@ const urlField = (description: string) =>
 export const httpRequestArgs = lazy(() =>
   z
     .object({
-      method: z.enum(HTTP_METHODS).describe('The HTTP method: POST, PUT, PATCH or DELETE (state-changing requests only).'),
-      url: urlField(
-        'The URL to send the request to, https://host[:port]/path?query (at most 2048 characters). The host and port ' +
-          "must be within one of the capability's host: objects.",
-      ),
+      method: z.enum(HTTP_METHODS).describe('HTTP method (state-changing only).'),
+      url: urlField("https://host[:port]/path?query; host and port must be within one of the capability's host: objects."),
       body: z
         .string()
         .max(MAX_HTTP_BODY_CHARS)
         .refine(isJsonText, 'be JSON text (e.g. {"amount": 100})')
         .optional()
-        .describe(
-          'The request body as JSON text (at most 65536 characters), sent byte for byte with Content-Type: application/json. ' +
-            'Absent: the request has no body.',
-        ),
+        .describe('Request body as JSON text, sent byte for byte as application/json; absent: no body.'),
       headers: z
         .array(
           z
             .object({
-              name: z.enum(HTTP_HEADER_NAMES).describe(`The header's name, one of ${HTTP_HEADER_NAMES.join(', ')}.`),
+              name: z.enum(HTTP_HEADER_NAMES).describe('Header name.'),
               value: z
                 .string()
                 .min(1)
                 .max(256)
                 .regex(/^[\x20-\x7e]+$/, 'be printable ASCII')
-                .describe("The header's value, printable ASCII, at most 256 characters."),
+                .describe('Header value, printable ASCII.'),
             })
             .strict()
             .describe('One request header.'),
         )
         .max(4)
         .default([])
-        .describe(
-          'Extra request headers, at most 4, from a fixed list. Credentials are never arguments: the worker adds them for the ' +
-            'hosts its operator configured.',
-        ),
+        .describe('Extra request headers from a fixed list; credentials are added by the worker, never passed here.'),
       status_url: urlField(
-        'Optional. A URL on the same scheme, host and port as url that a GET answers 2xx once the request took effect and 404 ' +
-          'while it has not. With it, settle reads this URL to decide a call in doubt; without it, settle repeats the request with ' +
-          'the same Idempotency-Key (the endpoint must deduplicate).',
+        'Same origin as url: a GET answering 2xx once the request took effect, 404 while not. Settle reads it to decide a ' +
+          'call in doubt instead of resending.',
       ).optional(),
     })
     .strict()
@@ -121,10 +111,9 @@ export const httpRequestArgs = lazy(() =>
       }
     })
     .describe(
-      "Sends one state-changing HTTP request (POST, PUT, PATCH or DELETE) to a host the capability grants, with the call's " +
-        'idempotency key as its Idempotency-Key header, and returns the status, selected headers and the body. The endpoint ' +
-        'must deduplicate by that key: a call whose outcome is in doubt is settled by sending the same request with the same ' +
-        'key again, or by reading status_url when the call gives one.',
+      "Sends one POST, PUT, PATCH or DELETE to a host the capability grants, with the call's idempotency key as " +
+        'Idempotency-Key; returns status, selected headers and body. When the outcome is in doubt, settle resends the same ' +
+        'request with the same key (the endpoint must deduplicate) or reads status_url.',
     ),
 );
 

@@ -344,7 +344,7 @@ describe('settle cost', () => {
     expect(ours.tools).toBe(5);
     expect(ours.perTurn).toBe(out.catalog.tools.reduce((a: number, t: { tokens: number }) => a + t.tokens, 0));
     expect(ours.perTrajectory).toBe(40 * ours.perTurn);
-    expect(ours.meanTokens).toBe(ours.perTurn / 4);
+    expect(ours.meanTokens).toBe(ours.perTurn / 5);
     expect(out.comparison.difference).toBe(15_520 - ours.perTrajectory);
     expect(out.comparison.fractionLess).toBeCloseTo((15_520 - ours.perTrajectory) / 15_520, 12);
   });
