@@ -106,6 +106,13 @@ describe('http_request sends settle’s key downstream', () => {
     expect(service.requests().length).toBe(before);
   });
 
+  it('plain http to a public address: refused before connecting (https only)', async () => {
+    const args = httpRequestArgs().parse({ method: 'POST', url: 'http://93.184.216.34/v1/charges', body: '{}' });
+    const { outcome, record } = await call(args, { ...grant(), egress: ['host:93.184.216.34'] });
+    expect(outcome).toMatchObject({ kind: 'released' });
+    expect(record?.detail).toMatch(/93\.184\.216\.34 is a public address: http_request sends over https only/);
+  });
+
   it('nobody listening: connection refused is certain no-effect (released)', async () => {
     const closed = http.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
