@@ -50,7 +50,7 @@ describe('settle lint', () => {
     const r = await settle(['lint', '-'], { input: published });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('');
-    expect(r.stderr.trim()).toBe('settle lint: no findings in 4 tools (stdin)');
+    expect(r.stderr.trim()).toBe('settle lint: no findings in 5 tools (stdin)');
     expect((await settle(['lint', '--json', '-'], { input: published })).stdout.trim()).toBe('[]');
   });
 
