@@ -39,9 +39,10 @@
  * - core/zod-preload.ts: builds and uses one throwaway schema during the preload, so that zod
  *   writes its lazily set global configuration (default locale, memoizer) before the freeze.
  * - core/lazy.ts: no state of its own; each `lazy()` closure caches one value built from constants.
- * - core/tools/{bash-execute,file-edit,file-view,grep-search,common}.ts, core/capability/subagent.ts,
+ * - core/tools/{bash-execute,file-edit,file-view,grep-search,http-request,common}.ts, core/capability/subagent.ts,
  *   core/capability/token.ts, core/trajectory-input.ts: constants and lazily built schemas (rule 1);
- *   token.ts's module-level TextEncoder and non-global regex hold no state between calls.
+ *   token.ts's module-level TextEncoder and the non-global regexes (token.ts, http-request.ts's
+ *   URL grammar) hold no state between calls.
  * - core/tools/catalog.ts: constant tables (LEVEL_ORDER, LEVEL_OF, CATALOG; frozen, never written).
  * - core/capability/rules.ts: `parsedObjects`, a bounded memo of `parseObject`, which is pure (its
  *   results are only read); a hit or a miss gives the same answer, so trajectories cannot tell.
@@ -108,6 +109,7 @@ export const PRELOADED_SOURCES = [
   'core/tools/file-edit.ts',
   'core/tools/file-view.ts',
   'core/tools/grep-search.ts',
+  'core/tools/http-request.ts',
   'core/trajectory-ids.ts',
   'core/trajectory-input.ts',
   'core/validation.ts',

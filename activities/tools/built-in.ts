@@ -22,6 +22,8 @@ import { bashExecute } from './bash-execute';
 import { fileEdit } from './file-edit';
 import { fileView } from './file-view';
 import { grepSearch } from './grep-search';
+import { httpRequest } from './http-request';
+import { HTTP_REQUEST } from '../../core/tools/http-request';
 import { answer, defineTool, type AnyTeamTool, type ToolAccess, type ToolPlace } from './team-tool';
 import type { z } from 'zod';
 
@@ -122,4 +124,6 @@ export const builtInTools = lazy((): Record<ToolName, AnyTeamTool> => ({
   [FILE_EDIT]: settledBuiltIn(FILE_EDIT, fileEditArgs(), fileEdit),
   [FILE_VIEW]: readOnly(FILE_VIEW, fileViewArgs(), fileView),
   [GREP_SEARCH]: readOnly(GREP_SEARCH, grepSearchArgs(), grepSearch),
+  // Written as a team's tool would be (docs/http-request.md); its capability mapping is the catalog's.
+  [HTTP_REQUEST]: defineTool({ ...httpRequest, access: accessOf(HTTP_REQUEST) }) as AnyTeamTool,
 }));

@@ -9,6 +9,7 @@ import { BASH_EXECUTE, bashExecuteArgs } from './bash-execute';
 import { FILE_EDIT, fileEditArgs } from './file-edit';
 import { FILE_VIEW, fileViewArgs } from './file-view';
 import { GREP_SEARCH, grepSearchArgs } from './grep-search';
+import { HTTP_REQUEST, httpRequestArgs } from './http-request';
 
 /** What a tool does to the world, as declared by us. */
 export type SideEffectAnnotation = 'read-only' | 'idempotent' | 'reversible' | 'destructive';
@@ -69,6 +70,9 @@ export const CATALOG = {
   // Intent and probe by SHA-256 of the file before and after.
   [FILE_EDIT]: entry(FILE_EDIT, 'reversible', true, fileEditArgs),
   [GREP_SEARCH]: entry(GREP_SEARCH, 'read-only', false, grepSearchArgs),
+  // A1: the derived key goes downstream as Idempotency-Key; probed by repeating the request with
+  // that key, or by reading the call's status_url (docs/http-request.md).
+  [HTTP_REQUEST]: entry(HTTP_REQUEST, 'idempotent', true, httpRequestArgs),
 } as const satisfies Record<string, CatalogEntry>;
 
 export type ToolName = keyof typeof CATALOG;

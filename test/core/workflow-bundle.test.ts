@@ -116,6 +116,11 @@ function answers(code: Code): string[] {
     [code.catalog.CATALOG.grep_search!.args(), { pattern: 'x', path: 'relative', glob: '$(x)' }],
     [code.catalog.CATALOG.bash_execute!.args(), { command: 'ls' }],
     [code.catalog.CATALOG.bash_execute!.args(), { command: 'ls', timeout_ms: 10 }],
+    [code.catalog.CATALOG.http_request!.args(), { method: 'POST', url: 'https://api.example.com/v1/charges', body: '{"amount":1}' }],
+    [
+      code.catalog.CATALOG.http_request!.args(),
+      { method: 'POST', url: 'https://a.example/x', body: '{', status_url: 'https://b.example/x' },
+    ],
     [code.token.CapabilityToken(), capability],
     [code.token.ObjectSpec(), 'nope:x'],
     [

@@ -22,12 +22,13 @@ function* schemas(node: unknown, pointer = ''): Generator<[string, Record<string
 }
 
 describe('published catalog', () => {
-  it('publishes the four generic tools with their levels', () => {
+  it('publishes the four generic tools and http_request with their levels', () => {
     expect(published.map((t) => [t.name, t['x-settle-level']])).toEqual([
       ['bash_execute', 'A2'],
       ['file_view', 'A0'],
       ['file_edit', 'A2'],
       ['grep_search', 'A0'],
+      ['http_request', 'A1'],
     ]);
   });
 
@@ -83,6 +84,14 @@ describe('published catalog', () => {
         { pattern: 'a', path: '/w', glob: '*.ts', max_results: 0 },
         { pattern: 'a', path: '/w', glob: 'a b' },
       ],
+      // Beyond the schema, the runtime also checks that body is JSON text and status_url shares url's origin.
+      http_request: [
+        { method: 'POST', url: 'https://api.example.com/v1/charges', body: '{"amount":100}' },
+        { method: 'GET', url: 'https://api.example.com/v1/charges' },
+        { method: 'POST', url: 'https://user@api.example.com/v1/charges' },
+        { method: 'POST', url: 'https://api.example.com/v1/x', headers: [{ name: 'Authorization', value: 'Bearer x' }] },
+        { method: 'PUT', url: 'http://10.0.0.5:8080/v1/x', status_url: 'http://10.0.0.5:8080/v1/x/1' },
+      ],
     };
     for (const tool of published) {
       const validate = ajv.compile(tool.parameters);
@@ -132,6 +141,13 @@ describe('bad input names the field and the rule, before any effect', () => {
       'args.path must be an absolute path of names made of letters, digits, ".", "_" and "-" (e.g. /work/src/app.ts) (got "relative")',
     ],
     ['file_edit', { path: '/w/a', old_str: '', new_str: 'y' }, 'args.old_str must have at least 1 character (got 0)'],
+    ['http_request', { method: 'POST', url: 'https://a.example/x', body: '{amount: 1}' }, 'args.body must be JSON text'],
+    [
+      'http_request',
+      { method: 'POST', url: 'https://a.example/x', status_url: 'https://b.example/x' },
+      'args.status_url must be on the same scheme, host and port as url',
+    ],
+    ['http_request', { method: 'GET', url: 'https://a.example/x' }, 'args.method must be'],
   ])('%s %j', (tool, args, message) => {
     expect(() => parseArgs(CATALOG[tool as ToolName].args(), args)).toThrow(message);
   });

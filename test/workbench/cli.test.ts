@@ -50,7 +50,7 @@ describe('settle lint', () => {
     const r = await settle(['lint', '-'], { input: published });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('');
-    expect(r.stderr.trim()).toBe('settle lint: no findings in 4 tools (stdin)');
+    expect(r.stderr.trim()).toBe('settle lint: no findings in 5 tools (stdin)');
     expect((await settle(['lint', '--json', '-'], { input: published })).stdout.trim()).toBe('[]');
   });
 
@@ -334,11 +334,17 @@ describe('settle cost', () => {
     ]);
     expect(out.vs.cost).toEqual({ turns: 40, tools: 4, meanTokens: 97, perTurn: 388, perTrajectory: 15_520 });
     const ours = out.catalog.cost;
-    expect(out.catalog.tools.map((t: { name: string }) => t.name)).toEqual(['bash_execute', 'file_view', 'file_edit', 'grep_search']);
-    expect(ours.tools).toBe(4);
+    expect(out.catalog.tools.map((t: { name: string }) => t.name)).toEqual([
+      'bash_execute',
+      'file_view',
+      'file_edit',
+      'grep_search',
+      'http_request',
+    ]);
+    expect(ours.tools).toBe(5);
     expect(ours.perTurn).toBe(out.catalog.tools.reduce((a: number, t: { tokens: number }) => a + t.tokens, 0));
     expect(ours.perTrajectory).toBe(40 * ours.perTurn);
-    expect(ours.meanTokens).toBe(ours.perTurn / 4);
+    expect(ours.meanTokens).toBe(ours.perTurn / 5);
     expect(out.comparison.difference).toBe(15_520 - ours.perTrajectory);
     expect(out.comparison.fractionLess).toBeCloseTo((15_520 - ours.perTrajectory) / 15_520, 12);
   });
