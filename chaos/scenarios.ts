@@ -77,7 +77,8 @@ const FAILPOINTS = [
  * A team's own tools (examples/team-tools: create_invoice over HTTP with settle's key as its
  * Idempotency-Key, append_ledger_line on disk) from its own workflow, its worker SIGKILLed as in
  * worker-sigkill. Half the calls pause 1 s after their claim (nothing done yet) and half 1 s after
- * their effect (done, not yet recorded), to be caught in either phase.
+ * their effect (done, not yet recorded), to be caught in either phase. Two calls a workflow, short
+ * ones: twice the workflows of the other scenarios (`orchestrated + scripted` of them).
  */
 const teamTools = (
   size: { workers: number; orchestrated: number; scripted: number; spreadMs?: number; timeoutMs: number },
@@ -169,7 +170,7 @@ export const FULL: Scenario[] = [
     ...workload,
     faults: temporalRestarts,
   },
-  teamTools(workload, 3 * 60_000),
+  teamTools({ ...workload, orchestrated: 32, scripted: 32 }, 3 * 60_000),
 ];
 
 export const QUICK: Scenario[] = [
@@ -205,5 +206,5 @@ export const QUICK: Scenario[] = [
     failpoints: SLOW_CALLS,
     faults: temporalRestarts,
   },
-  teamTools(small, 40_000),
+  teamTools({ ...small, orchestrated: 12, scripted: 12 }, 40_000),
 ];
