@@ -18,6 +18,7 @@
  *   bash_execute.after_lease_check   lease checked, no start row yet, command not started
  *   bash_execute.after_start         start row committed, command spawned and running
  *   bash_execute.after_run           command finished, exit marker written, not yet recorded
+ *   settled.after_execute            any tool's execute returned (effect done), not yet recorded
  *   probe.after_answer               a probe answered and applied its verdict, not yet returned
  */
 type Action = { kind: 'kill' } | { kind: 'stop' } | { kind: 'sleep'; ms: number };

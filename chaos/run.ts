@@ -75,6 +75,8 @@ async function main(): Promise<void> {
     logLevel: 'warning',
   });
 
+  const team = scenarios.some((s) => s.workload === 'team-tools') ? await buildTeamTools(dir, log) : undefined;
+
   const results: ScenarioResult[] = [];
   for (const scenario of scenarios) {
     log(
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
       workerEntry,
       seed,
       log,
+      ...(team ? { team } : {}),
       ...(opts.histories ? { historiesDir: path.resolve(opts.histories, scenario.name) } : {}),
     });
     results.push(result);
@@ -110,7 +113,51 @@ async function main(): Promise<void> {
   log(`wrote ${path.join(opts.out, `${name}.json`)} and ${name}.md`);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.rmSync(workerEntry, { force: true });
+  if (team) fs.rmSync(team.workerEntry, { force: true });
   process.exit(results.every((r) => verdict(r) === 'ok') ? 0 : 1);
+}
+
+/**
+ * examples/team-tools as the chaos workers run it: its own worker entry and its own workflows,
+ * importing settle from this checkout's sources (`settle/worker` → api/worker.ts) rather than a
+ * packed copy, so the run measures the code under test. The entry lives in the checkout so that
+ * its package imports resolve from node_modules.
+ */
+async function buildTeamTools(dir: string, log: (line: string) => void): Promise<{ workerEntry: string; workflowBundlePath: string }> {
+  const source = path.join(REPO, 'examples', 'team-tools', 'src');
+  const api = (entry: string) => path.join(REPO, 'api', `${entry}.ts`);
+  log('bundling examples/team-tools: its worker and its workflows');
+  const workerEntry = path.join(REPO, '.settle', `chaos-team-worker-${process.pid}.mjs`);
+  await build({
+    entryPoints: [path.join(source, 'worker.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    outfile: workerEntry,
+    logLevel: 'warning',
+    plugins: [
+      {
+        name: 'settle-from-sources',
+        setup(b) {
+          b.onResolve({ filter: /^settle\/(worker|workflow|client|testing)$/ }, (args) => ({
+            path: api(args.path.slice('settle/'.length)),
+          }));
+        },
+      },
+    ],
+  });
+  const bundle = await bundleWorkflowCode({
+    workflowsPath: path.join(source, 'workflows.ts'),
+    logger: quiet,
+    webpackConfigHook: (config) => ({
+      ...config,
+      resolve: { ...config.resolve, alias: { ...(config.resolve?.alias as object), 'settle/workflow$': api('workflow') } },
+    }),
+  });
+  const workflowBundlePath = path.join(dir, 'team-workflow-bundle.js');
+  fs.writeFileSync(workflowBundlePath, bundle.code);
+  return { workerEntry, workflowBundlePath };
 }
 
 /** The checkout's commit (with `+changes` when the tree differs from it), or `unknown`. */

@@ -73,6 +73,27 @@ const FAILPOINTS = [
   'bash_execute.after_run',
 ];
 
+/**
+ * A team's own tools (examples/team-tools: create_invoice over HTTP with settle's key as its
+ * Idempotency-Key, append_ledger_line on disk) from its own workflow, its worker SIGKILLed as in
+ * worker-sigkill. Half the calls pause 1 s after their claim (nothing done yet) and half 1 s after
+ * their effect (done, not yet recorded), to be caught in either phase. Two calls a workflow, short
+ * ones: twice the workflows of the other scenarios (`orchestrated + scripted` of them).
+ */
+const teamTools = (
+  size: { workers: number; orchestrated: number; scripted: number; spreadMs?: number; timeoutMs: number },
+  faultsForMs: number,
+): Scenario => ({
+  name: 'team-tools-sigkill',
+  description: `examples/team-tools' own workflow and tools (an invoice at an HTTP service, a ledger line on disk), two calls a workflow; ${WORKER_SIGKILL.replace('file edits and half the commands slowed', 'half the calls slowed before and after their effect')}; kills for the first ${faultsForMs / 1000} s`,
+  workload: 'team-tools',
+  ...size,
+  effectsEach: 2,
+  failpoints: 'settled.after_claim=sleep:1000@0.5,settled.after_execute=sleep:1000@0.5',
+  faults: sigkills(2_000, 5_000),
+  faultsForMs,
+});
+
 const workload = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, timeoutMs: 8 * 60_000 };
 /**
  * The quick set: a steady stream of trajectories, started evenly over 30 s, so that each fault
@@ -149,6 +170,7 @@ export const FULL: Scenario[] = [
     ...workload,
     faults: temporalRestarts,
   },
+  teamTools({ ...workload, orchestrated: 32, scripted: 32 }, 3 * 60_000),
 ];
 
 export const QUICK: Scenario[] = [
@@ -184,4 +206,5 @@ export const QUICK: Scenario[] = [
     failpoints: SLOW_CALLS,
     faults: temporalRestarts,
   },
+  teamTools({ ...small, orchestrated: 12, scripted: 12 }, 40_000),
 ];

@@ -165,6 +165,7 @@ export async function runSettled<Args, Intent, Result>(
     return outcomeOf(await durable('read the record', () => store.get(call.key)));
   }
   lease.stop();
+  await failpoint('settled.after_execute');
   // The effect happened and only this process knows its result: record it, however long the
   // database takes to come back (fenced by generation; a late completion settles an IN_DOUBT).
   return finish(store, durable, ref, generation, result, actor, recorded);

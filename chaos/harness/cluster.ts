@@ -67,6 +67,10 @@ export interface ClusterOptions {
   temporalAddress?: string;
   /** How long a worker paused at a `stop` failpoint stays paused (default 1.5 × lease … 3 × lease). */
   pauseMs?: () => number;
+  /** More environment for every worker (a team's worker reads its own variables). */
+  env?: NodeJS.ProcessEnv;
+  /** The line a worker prints once it polls (default: settle's worker's settings line). */
+  ready?: RegExp;
   log?: (line: string) => void;
 }
 
@@ -116,8 +120,9 @@ export class Cluster {
       failpoints: this.options.failpoints ?? '',
       maxOutput: 16 * 1024,
       // One root of shell run markers for the cluster's workers (one host), under the scenario's directory.
-      env: { SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs'), SETTLE_OPERATOR_KEYS: this.onDuty.keysText },
+      env: { SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs'), SETTLE_OPERATOR_KEYS: this.onDuty.keysText, ...this.options.env },
       ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
+      ...(this.options.ready ? { ready: this.options.ready } : {}),
     });
     this.workers.push(worker);
     this.everyWorker.set(worker.pid, worker);

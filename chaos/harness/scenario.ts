@@ -15,6 +15,7 @@ import { Cluster, type Fault } from './cluster';
 import { countEffects } from './effects';
 import { percentile, recoveries, renewalRate, type CallTrail, type Recovery } from './metrics';
 import { Sre } from './sre';
+import { runTeamToolsScenario } from './team-tools';
 import { approveWhileRunning, planTrajectories, runTrajectory, type TrajectoryReport } from './workload';
 
 export interface Scenario {
@@ -44,6 +45,12 @@ export interface Scenario {
   leaseMs?: number;
   /** Give up waiting for the workload after this long. */
   timeoutMs: number;
+  /**
+   * What runs: settle's trajectories of file edits and shell commands (default), or examples/team-tools —
+   * a team's own worker, workflow and tools (an HTTP call and a ledger line) through settle's plugin
+   * (chaos/harness/team-tools.ts; `orchestrated + scripted` workflows, two calls each).
+   */
+  workload?: 'trajectories' | 'team-tools';
 }
 
 export interface ScenarioEnvironment {
@@ -57,6 +64,8 @@ export interface ScenarioEnvironment {
   log: (line: string) => void;
   /** Write every trajectory's history here as JSON (to see where a slow recovery spent its time). */
   historiesDir?: string;
+  /** The team-tools workload's worker entry and workflow bundle (built by chaos/run.ts when a scenario needs them). */
+  team?: { workerEntry: string; workflowBundlePath: string };
 }
 
 export interface ScenarioResult {
@@ -101,6 +110,7 @@ export interface Stats {
 }
 
 export async function runScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
+  if (scenario.workload === 'team-tools') return runTeamToolsScenario(scenario, env);
   const random = mulberry32(env.seed);
   const dir = path.join(env.dir, scenario.name);
   fs.rmSync(dir, { recursive: true, force: true });
@@ -182,7 +192,7 @@ async function logProgress(name: string, store: EndpointStore, cluster: Cluster,
   }
 }
 
-async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promise<CallTrail[]> {
+export async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promise<CallTrail[]> {
   const trails: CallTrail[] = [];
   for (const id of trajectoryIds) {
     for (const record of await store.list({ trajectoryId: id, limit: 10_000 })) {
@@ -197,7 +207,7 @@ async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promis
  * of a workflow activation fails it on resume ("Potential deadlock detected"), and the task is
  * retried; a nondeterminism error would be a defect.
  */
-async function workflowTaskFailures(settle: SettleClient, ids: string[], historiesDir?: string): Promise<Record<string, number>> {
+export async function workflowTaskFailures(settle: SettleClient, ids: string[], historiesDir?: string): Promise<Record<string, number>> {
   const failures: Record<string, number> = {};
   const add = (message: string) => (failures[message] = (failures[message] ?? 0) + 1);
   for (const id of ids) {
@@ -224,7 +234,7 @@ async function workflowTaskFailures(settle: SettleClient, ids: string[], histori
  * the text settle prepares (activities/store/statements.ts renewStatement) up to its first literal,
  * which pg_stat_statements normalises. Null when the extension is missing or nothing matched.
  */
-async function renewalStatements(db: ReturnType<typeof openDatabase>): Promise<number | null> {
+export async function renewalStatements(db: ReturnType<typeof openDatabase>): Promise<number | null> {
   const text = renewStatement(db).sql;
   const prefix = text.slice(0, text.indexOf("'"));
   try {
@@ -328,11 +338,11 @@ function summarize(
  * A call settle settled by itself after a fault — its executor, or a probe from the facts (a file
  * edit's file hash, a shell command's run markers) — rather than an operator.
  */
-function probeable(r: Recovery): boolean {
+export function probeable(r: Recovery): boolean {
   return r.by !== 'operator';
 }
 
-function stats(recovered: Recovery[]): Stats {
+export function stats(recovered: Recovery[]): Stats {
   const ms = recovered.map((r) => r.ms);
   return { n: ms.length, p50Ms: percentile(ms, 50), maxMs: ms.length ? Math.max(...ms) : null };
 }

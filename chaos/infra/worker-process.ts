@@ -24,6 +24,8 @@ export interface WorkerProcessOptions {
   maxOutput?: number;
   /** A pre-built worker entry point (plain JavaScript, e.g. bundled by esbuild): starts faster than tsx. */
   entry?: string;
+  /** The line the worker prints once it polls (default: settle's worker's settings line). */
+  ready?: RegExp;
 }
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
@@ -37,12 +39,13 @@ export class WorkerProcess {
   private constructor(
     readonly child: ChildProcess,
     maxOutput: number,
+    ready: RegExp,
   ) {
     this.pid = child.pid!;
     const collect = (b: Buffer) => {
       this.out = (this.out + b.toString()).slice(-maxOutput);
       // Remembered: the settings line may later scroll out of the kept output.
-      if (!this.polling && READY.test(this.out)) this.polling = true;
+      if (!this.polling && ready.test(this.out)) this.polling = true;
     };
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
@@ -64,7 +67,7 @@ export class WorkerProcess {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    return new WorkerProcess(child, options.maxOutput ?? 64 * 1024);
+    return new WorkerProcess(child, options.maxOutput ?? 64 * 1024, options.ready ?? READY);
   }
 
   /** The identity the worker records as holder of its claims (workers/create-worker.ts). */

@@ -3,19 +3,14 @@
  * offline into a project outside this repository, then driven only through what a consumer has —
  * the `settle` bin, the `exports` map, the compiled JavaScript and its .d.ts. No tsx, no sources.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { deriveKey } from '../../core/key';
 import { uniqueId } from '../support/env';
-import { consumerLock } from './consumer-lock';
+import { consumerEnv, inConsumer as runIn, installConsumer, packSettle, REPO } from '../support/packed-settle';
 
-const run = promisify(execFile);
-const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = path.join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
 const ENTRIES = ['worker', 'workflow', 'client', 'testing'] as const;
 
@@ -23,42 +18,16 @@ let tmp: string;
 let consumer: string;
 let packedFiles: string[];
 
-/** The consumer's environment: nothing of this repository's (no tsx loader in NODE_OPTIONS, no npm_* of the test run). */
-function consumerEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmp, npm_config_cache: npmCache(), ...extra };
-}
-
-function npmCache(): string {
-  return process.env.npm_config_cache ?? path.join(os.homedir(), '.npm');
-}
-
 async function inConsumer(file: string, args: string[], env: NodeJS.ProcessEnv = consumerEnv()) {
-  return run(file, args, { cwd: consumer, env, maxBuffer: 64 * 1024 * 1024 });
+  return runIn(consumer, file, args, env);
 }
 
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-pack-'));
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 });
-  const [report] = JSON.parse(stdout) as { filename: string; integrity: string; files: { path: string }[] }[];
-  packedFiles = report!.files.map((f) => f.path);
-  const tarball = path.join(tmp, report!.filename);
-  const manifest = JSON.parse((await run('tar', ['-xzOf', tarball, 'package/package.json'])).stdout) as Parameters<
-    typeof consumerLock
-  >[0]['manifest'];
-
+  const packed = await packSettle(tmp);
+  packedFiles = packed.files;
   consumer = path.join(tmp, 'consumer');
-  fs.mkdirSync(consumer);
-  fs.copyFileSync(tarball, path.join(consumer, report!.filename));
-  const { packageJson, lock } = consumerLock({
-    repoLockFile: path.join(REPO, 'package-lock.json'),
-    manifest,
-    tarball,
-    tarballIntegrity: report!.integrity,
-    alongside: { '@temporalio/client': '^1.24.0', '@temporalio/worker': '^1.24.0', '@temporalio/workflow': '^1.24.0' },
-  });
-  fs.writeFileSync(path.join(consumer, 'package.json'), JSON.stringify(packageJson, null, 2));
-  fs.writeFileSync(path.join(consumer, 'package-lock.json'), JSON.stringify(lock, null, 2));
-  await inConsumer('npm', ['ci', '--offline', '--no-audit', '--no-fund']);
+  await installConsumer(consumer, packed);
 }, 600_000);
 
 afterAll(() => {

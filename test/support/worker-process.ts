@@ -14,11 +14,21 @@ export interface WorkerProcess {
 
 const started: ChildProcess[] = [];
 
-/** Runs `script` (a TypeScript worker entry) with the test stack's Temporal and Postgres, plus `env`. */
-export function startWorkerProcess(script: string, env: NodeJS.ProcessEnv): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl'), ...env },
+/**
+ * Runs `script` (a TypeScript worker entry, through tsx) with the test stack's Temporal and
+ * Postgres, plus `env`. `consumer`: run it as a project outside this repository runs it instead —
+ * plain `node script` in `consumer.cwd`, with only `consumer.env` (no tsx, nothing of the test run's).
+ */
+export function startWorkerProcess(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  consumer?: { cwd: string; env: NodeJS.ProcessEnv },
+): WorkerProcess {
+  const stack = { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') };
+  const child = spawn(process.execPath, consumer ? [script] : ['--import', 'tsx', script], {
+    env: { ...(consumer ? consumer.env : process.env), ...stack, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(consumer ? { cwd: consumer.cwd } : {}),
   });
   started.push(child);
   let out = '';

@@ -48,6 +48,10 @@ export function consumerLock(options: {
   tarballIntegrity: string;
   /** The consumer's own dependencies besides settle (package name → range), each in the repository's lock. */
   alongside: Record<string, string>;
+  /** The consumer's development dependencies (e.g. typescript), each in the repository's lock. */
+  devAlongside?: Record<string, string>;
+  /** The consumer's package.json as written (name, scripts, …): its dependency lists are replaced. */
+  project?: { name?: string; version?: string; [field: string]: unknown };
 }): { packageJson: object; lock: object } {
   const repo = JSON.parse(fs.readFileSync(options.repoLockFile, 'utf8')) as { packages: Record<string, LockEntry> };
   const { manifest } = options;
@@ -65,7 +69,8 @@ export function consumerLock(options: {
     packages[found] = entry;
     pending.push(found);
   };
-  for (const name of Object.keys(options.alongside)) need('', name, false);
+  const devDependencies = options.devAlongside ?? {};
+  for (const name of [...Object.keys(options.alongside), ...Object.keys(devDependencies)]) need('', name, false);
   for (const name of [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]) need('', name, false);
   while (pending.length > 0) {
     const at = pending.pop()!;
@@ -74,15 +79,18 @@ export function consumerLock(options: {
     for (const name of Object.keys(entry.optionalDependencies ?? {})) need(at, name, true);
     for (const name of Object.keys(entry.peerDependencies ?? {})) need(at, name, entry.peerDependenciesMeta?.[name]?.optional === true);
   }
-  const dependencies = { settle: settleSpec, ...options.alongside };
-  const packageJson = { name: 'settle-consumer', version: '1.0.0', private: true, type: 'module', dependencies };
+  const dependencies = { ...options.alongside, settle: settleSpec };
+  const name = options.project?.name ?? 'settle-consumer';
+  const version = options.project?.version ?? '1.0.0';
+  const dev = Object.keys(devDependencies).length > 0 ? { devDependencies } : {};
+  const packageJson = { private: true, type: 'module', ...options.project, name, version, dependencies, ...dev };
   const lock = {
-    name: 'settle-consumer',
-    version: '1.0.0',
+    name,
+    version,
     lockfileVersion: 3,
     requires: true,
     packages: {
-      '': { name: 'settle-consumer', version: '1.0.0', dependencies },
+      '': { name, version, dependencies, ...dev },
       'node_modules/settle': {
         version: manifest.version,
         resolved: settleSpec,
