@@ -33,7 +33,10 @@ export function registerCapabilityCommands(program: Command): void {
     c
       .requiredOption('--audience <id>', 'the trajectory (workflow id) the capability is issued to')
       .requiredOption('--rights <list>', `comma-separated subset of ${RIGHTS.join(',')}`)
-      .requiredOption('--objects <list>', 'comma-separated typed objects: path:/abs/dir, host:example.com, repo:owner/name, mcp:server[/tool]')
+      .requiredOption(
+        '--objects <list>',
+        'comma-separated typed objects: path:/abs/dir, host:example.com, repo:owner/name, mcp:server[/tool]',
+      )
       .requiredOption('--max-cost <n>', 'per-call cost ceiling (cost units)')
       .requiredOption('--budget <n>', 'total budget (cost units)')
       .requiredOption('--expires-in <duration>', 'lifetime, e.g. 30m, 1h, 7d')

@@ -128,7 +128,8 @@ function probeWith(upstream: UpstreamServer, spec: McpProbeSpec) {
 export function textOf(result: UpstreamCallResult): string {
   const parts: string[] = [];
   for (const item of result.content ?? []) {
-    if (item && typeof item === 'object' && (item as { type?: unknown }).type === 'text') parts.push(String((item as { text?: unknown }).text));
+    if (item && typeof item === 'object' && (item as { type?: unknown }).type === 'text')
+      parts.push(String((item as { text?: unknown }).text));
   }
   if (result.structuredContent !== undefined) parts.push(JSON.stringify(result.structuredContent));
   return parts.join('\n');

@@ -93,7 +93,7 @@ async function serve(opts: ServeOptions): Promise<void> {
     taskQueue: opts.taskQueue ?? `settle-mcp-${registry.server}`,
     temporalAddress,
     namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
-    databaseUrl: databaseUrl('the gateway keeps its calls\' endpoint records there'),
+    databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
     capability,
     ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
     log,
@@ -125,7 +125,7 @@ function port(text: string): number {
 /** One session on stdin/stdout; it ends when the client closes the pipe. */
 async function serveStdio(gateway: Gateway): Promise<void> {
   const server = gateway.server();
-  const closed = new Promise<void>((resolve) => (server.onclose = resolve));
+  const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
   await server.connect(new StdioServerTransport());
   await closed;
   await gateway.close();

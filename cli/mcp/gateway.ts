@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -47,7 +47,7 @@ export interface GatewayOptions {
 
 export interface Gateway {
   /** A new MCP server for one session (stdio: one; HTTP: one per session). */
-  server(): Server;
+  server(): McpServer;
   /** Ends the session's workflow once its calls finished, stops the worker and the upstream. */
   close(): Promise<void>;
 }
@@ -92,14 +92,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   return {
     server() {
-      const server = new Server({ name: `settle-mcp-${registry.server}`, version: '0.1.0' }, { capabilities: { tools: {} } });
-      // The upstream's tools as it wrote them: the gateway changes how calls run, not what the model sees.
-      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }) as never);
-      server.setRequestHandler(CallToolRequestSchema, async (request) => {
-        const meta = request.params._meta as Record<string, unknown> | undefined;
-        return callTool(ctx, request.params.name, request.params.arguments ?? {}, meta?.[CALL_ID_META]);
-      });
-      return server;
+      const mcp = new McpServer({ name: `settle-mcp-${registry.server}`, version: '0.1.0' }, { capabilities: { tools: {} } });
+      // The protocol-level handlers: McpServer's own tools/list would publish zod schemas of its own,
+      // and the gateway lists the upstream's tools as the upstream wrote them.
+      mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+      mcp.server.setRequestHandler(CallToolRequestSchema, async (request) =>
+        callTool(ctx, request.params.name, request.params.arguments ?? {}, request.params._meta?.[CALL_ID_META]),
+      );
+      return mcp;
     },
     async close() {
       await handle.signal(mcpCloseSignal).catch(() => {});
@@ -134,7 +134,7 @@ async function callTool(ctx: CallContext, name: string, args: Record<string, unk
   if (clientCallId !== undefined && (typeof clientCallId !== 'string' || clientCallId.length === 0 || clientCallId.length > 255)) {
     return toolError(`settle: _meta["${CALL_ID_META}"] must be a text of 1 to 255 characters`);
   }
-  const callId = (clientCallId as string | undefined) ?? ctx.nextCallId();
+  const callId = clientCallId ?? ctx.nextCallId();
   let updateId: string;
   try {
     // The same logical call is the same update: Temporal runs it once and answers every repeat with its result.

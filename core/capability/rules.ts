@@ -76,8 +76,7 @@ function canonicalTarget(target: Target): Target {
     case 'repo':
       return { kind: 'repo', repo: canonicalRepo(target.repo, 'target') };
     case 'mcp':
-      if (target.tool === null) throw new InputError('target', 'name one MCP tool (mcp:<server>/<tool>), not a whole server');
-      return parseMcpSpec(`${target.server}/${target.tool}`, 'target');
+      return parseMcpSpec(target.tool === null ? target.server : `${target.server}/${target.tool}`, 'target');
   }
 }
 
@@ -85,7 +84,9 @@ function objectContainsCanonical(object: Target, target: Target): boolean {
   if (object.kind === 'path' && target.kind === 'path') return isWithin(target.path, object.path); // segment-wise: /work never contains /workspace
   if (object.kind === 'host' && target.kind === 'host') return hostWithin(target, object);
   if (object.kind === 'repo' && target.kind === 'repo') return target.repo === object.repo || target.repo.startsWith(`${object.repo}/`);
-  if (object.kind === 'mcp' && target.kind === 'mcp') return target.server === object.server && (object.tool === null || target.tool === object.tool);
+  // A whole-server target (a child's `mcp:<server>` in attenuation) is only within a whole-server object.
+  if (object.kind === 'mcp' && target.kind === 'mcp')
+    return target.server === object.server && (object.tool === null || target.tool === object.tool);
   return false;
 }
 

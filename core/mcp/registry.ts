@@ -14,7 +14,10 @@ const TOOL_NAME = new RegExp(MCP_TOOL_NAME.source);
 const SERVER_NAME = new RegExp(MCP_SERVER_NAME.source);
 
 /** A probe argument: a value taken from the in-doubt call's arguments (RFC 6901 pointer), or a literal. */
-const ProbeArg = z.union([z.strictObject({ from: z.string().regex(/^(\/.*)?$/, 'be a JSON pointer ("" or /a/b)') }), z.strictObject({ value: z.json() })]);
+const ProbeArg = z.union([
+  z.strictObject({ from: z.string().regex(/^(\/.*)?$/, 'be a JSON pointer ("" or /a/b)') }),
+  z.strictObject({ value: z.json() }),
+]);
 
 const ProbeSpec = z.strictObject({
   /** A tool of the same server the registry lists as A0: it is called read-only, as often as needed. */
@@ -118,7 +121,10 @@ export type McpProbeVerdict = { verdict: 'applied' | 'not_applied' | 'unknown'; 
 export function probeVerdict(spec: McpProbeSpec, callArgs: unknown, answer: { text: string; isError: boolean }): McpProbeVerdict {
   const wanted = valueAt(callArgs, spec.applied_if_contains);
   if (typeof wanted !== 'string' || wanted === '') {
-    return { verdict: 'unknown', detail: `the call's ${spec.applied_if_contains || '""'} is not a non-empty text; the probe cannot decide` };
+    return {
+      verdict: 'unknown',
+      detail: `the call's ${spec.applied_if_contains || '""'} is not a non-empty text; the probe cannot decide`,
+    };
   }
   if (answer.isError) return { verdict: 'unknown', detail: `${spec.tool} answered with an error: ${answer.text.slice(0, 200)}` };
   if (answer.text.includes(wanted)) return { verdict: 'applied', detail: `${spec.tool} shows the call's ${spec.applied_if_contains}` };

@@ -14,11 +14,12 @@ import { SETTLE_BIN } from '../support/cli';
 const NODE_MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.url));
 export const FILESYSTEM_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
 export const MEMORY_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-memory/dist/index.js');
-export const LYING_SERVER = fileURLToPath(new URL('./fixtures/lying-server.mjs', import.meta.url));
+export const LYING_SERVER = fileURLToPath(new URL('./fixtures/lying-server.ts', import.meta.url));
 
-/** A command line running `script` with this Node, quoted as --upstream takes it. */
+/** A command line running `script` with this Node (TypeScript through tsx), quoted as --upstream takes it. */
 export function nodeCommand(script: string, ...args: string[]): string {
-  return [process.execPath, script, ...args].map((w) => JSON.stringify(w)).join(' ');
+  const words = script.endsWith('.ts') ? [process.execPath, '--import', 'tsx', script] : [process.execPath, script];
+  return [...words, ...args].map((w) => JSON.stringify(w)).join(' ');
 }
 
 export interface GatewaySession {

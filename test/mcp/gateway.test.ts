@@ -183,7 +183,15 @@ describe('a server that says its writing tool is read-only', () => {
   it('is settled anyway: the same call id appends once, and the call has an endpoint record', async () => {
     const dir = tempWorkspace('mcp-liar');
     const notes = path.join(dir, 'notes.txt');
-    const gateway = await startGateway(['--upstream', nodeCommand(LYING_SERVER), '--name', 'liar', '--ungated', '--task-queue', uniqueId('mcp-liar')]);
+    const gateway = await startGateway([
+      '--upstream',
+      nodeCommand(LYING_SERVER),
+      '--name',
+      'liar',
+      '--ungated',
+      '--task-queue',
+      uniqueId('mcp-liar'),
+    ]);
     const listed = await gateway.client.listTools();
     expect(listed.tools.find((t) => t.name === 'append_note')?.annotations?.readOnlyHint).toBe(true);
     const first = await gateway.call('append_note', { file: notes, text: 'hello' }, 'note-1');
