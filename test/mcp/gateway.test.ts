@@ -9,8 +9,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { runSettle } from '../support/cli';
+import { until } from '../support/in-doubt';
 import { sign } from '../../activities/capability/signer';
 import type { KeyRing } from '../../activities/capability/keyring';
 import {
@@ -129,6 +131,44 @@ describe.each([
     expect((await store.get(key))?.state).toBe('COMPLETED');
     const events = await store.events(key);
     expect(events.map((e) => e.toState)).toContain('IN_DOUBT');
+    await b.close();
+  }, 240_000);
+});
+
+describe('an in-doubt call no probe can settle', () => {
+  it('waits for the operator (settle resolve), and the edit is never repeated', async () => {
+    const dir = tempWorkspace('mcp-operator');
+    const file = counterFile(dir);
+    const trajectory = uniqueId('mcp-operator');
+    const args = [
+      '--upstream',
+      nodeCommand(FILESYSTEM_SERVER, dir),
+      '--registry',
+      registryFile(dir, filesRegistry('unknown', false)),
+      '--ungated',
+      '--trajectory',
+      trajectory,
+      '--task-queue',
+      uniqueId('mcp-operator'),
+    ];
+    const a = await startGateway(args, { SETTLE_FAILPOINTS: 'mcp.after_call=kill' });
+    await expect(a.call('edit_file', EDIT(file), 'edit-1')).rejects.toThrow();
+    await a.exited;
+    expect(fs.readFileSync(file, 'utf8')).toBe('count:I\n');
+
+    const b = await startGateway(args);
+    const answered = b.call('edit_file', EDIT(file), 'edit-1');
+    const key = await until(async () => (await store.list({ state: 'IN_DOUBT', trajectoryId: trajectory }))[0]?.key, 'the call IN_DOUBT');
+    const resolved = await runSettle(['resolve', key, '--as', 'applied', '--reason', 'counter.txt shows the edit'], {
+      env: { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') },
+    });
+    expect(resolved.stderr).toBe('');
+    expect(resolved.code).toBe(0);
+    const result = await answered;
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(settleMeta(result)).toEqual({ key, resolution: 'settled_by_operator' });
+    expect(fs.readFileSync(file, 'utf8')).toBe('count:I\n');
+    expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 1 });
     await b.close();
   }, 240_000);
 });
