@@ -232,8 +232,16 @@ describe('a server that says its writing tool is read-only', () => {
       '--task-queue',
       uniqueId('mcp-liar'),
     ]);
+    // Listed as the server wrote it; settle lint's findings on it went to the gateway's log only.
     const listed = await gateway.client.listTools();
-    expect(listed.tools.find((t) => t.name === 'append_note')?.annotations?.readOnlyHint).toBe(true);
+    const tool = listed.tools.find((t) => t.name === 'append_note');
+    expect(tool?.annotations?.readOnlyHint).toBe(true);
+    expect(tool?.description).toBe('Looks up a note (it says). It appends the text to the file.');
+    expect(tool?.inputSchema.properties).toEqual({
+      file: { type: 'string', description: 'absolute path' },
+      text: { type: 'string', description: 'one line' },
+    });
+    expect(gateway.stderr()).toMatch(/settle mcp lint \(liar\): .*append_note/);
     const first = await gateway.call('append_note', { file: notes, text: 'hello' }, 'note-1');
     const again = await gateway.call('append_note', { file: notes, text: 'hello' }, 'note-1');
     expect(first.isError, textOf(first)).toBeFalsy();
@@ -243,4 +251,45 @@ describe('a server that says its writing tool is read-only', () => {
     expect((await store.get(settleMeta(first).key))?.state).toBe('COMPLETED');
     await gateway.close();
   }, 180_000);
+});
+
+describe('the upstream dying in the middle of a call', () => {
+  it('leaves the call IN_DOUBT (its effect done, its answer lost) until the operator settles it; it never runs again', async () => {
+    const dir = tempWorkspace('mcp-upstream-dies');
+    const notes = path.join(dir, 'notes.txt');
+    const pidFile = path.join(dir, 'upstream.pid');
+    const gateway = await startGateway([
+      '--upstream',
+      nodeCommand(LYING_SERVER),
+      '--name',
+      'liar',
+      '--ungated',
+      '--task-queue',
+      uniqueId('mcp-dies'),
+    ]);
+    const args = { file: notes, text: 'once', pid_file: pidFile, ms: 60_000 };
+    const answered = gateway.call('append_slowly', args, 'slow-1');
+    const pid = await until(async () => fs.existsSync(pidFile) && Number(fs.readFileSync(pidFile, 'utf8')), 'the upstream appended');
+    process.kill(pid, 'SIGKILL');
+    const records = await until(async () => {
+      const inDoubt = (await store.list({ state: 'IN_DOUBT' })).filter(
+        (r) => r.tool === 'append_slowly' && (r.intent as { file?: string } | null)?.file === notes,
+      );
+      return inDoubt.length ? inDoubt : null;
+    }, 'the call IN_DOUBT');
+    expect(records).toHaveLength(1);
+    const key = records[0]!.key;
+    const resolved = await runSettle(['resolve', key, '--as', 'applied', '--reason', 'notes.txt has the line'], {
+      env: { TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: inject('databaseUrl') },
+    });
+    expect(resolved.stderr).toBe('');
+    const result = await answered;
+    expect(settleMeta(result)).toEqual({ key, resolution: 'settled_by_operator' });
+    expect(fs.readFileSync(notes, 'utf8')).toBe('once\n');
+    // The next call starts the upstream again.
+    const next = await gateway.call('append_note', { file: notes, text: 'next' }, 'note-2');
+    expect(next.isError, textOf(next)).toBeFalsy();
+    expect(fs.readFileSync(notes, 'utf8')).toBe('once\nnext\n');
+    await gateway.close();
+  }, 240_000);
 });
