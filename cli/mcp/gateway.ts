@@ -125,7 +125,14 @@ async function callTool(ctx: CallContext, name: string, args: Record<string, unk
   if (!tool.served) return toolError(`settle: ${name} cannot be called through settle: ${tool.reason}`);
   const denied = await capabilityDenial(ctx, tool.name, tool.level === 'A0' ? 'read' : 'write');
   if (denied) return toolError(`settle: refused: the session's capability does not grant mcp:${ctx.registry.server}/${name} (${denied})`);
-  if (tool.level === 'A0') return (await ctx.upstream.callTool(name, args, {})) as CallToolResult;
+  if (tool.level === 'A0') {
+    // Read-only by the operator's word: forwarded, and a failure is only a failed read.
+    try {
+      return (await ctx.upstream.callTool(name, args, {})) as CallToolResult;
+    } catch (err) {
+      return toolError(`settle: ${ctx.registry.server} did not answer ${name}: ${errorMessage(err)}`);
+    }
+  }
   if (tool.level === 'A3') {
     return toolError(
       `settle: ${name} is A3 (needs an operator's approval); the gateway does not run A3 tools yet: the operator may list it at A2`,
