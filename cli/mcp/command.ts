@@ -51,7 +51,15 @@ export function registerMcpCommands(program: Command): void {
     )
     .option('--http <port>', 'serve streamable HTTP on 127.0.0.1:<port> (path /mcp) instead of stdio')
     .option('--workspace <dir>', "without --upstream: serve settle's own tool catalog on this workspace (not built yet)")
-    .action(async (opts: ServeOptions) => serve(opts));
+    .action(async (opts: ServeOptions) => {
+      try {
+        await serve(opts);
+      } catch (err) {
+        // Bad flags, registry or capability file: a usage error (exit 2) naming the field and the rule.
+        if (err instanceof InputError) throw new UsageError(err.message);
+        throw err;
+      }
+    });
 }
 
 async function serve(opts: ServeOptions): Promise<void> {

@@ -63,7 +63,8 @@ export function parseMcpRegistry(text: string, source = 'the registry'): McpRegi
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const at = issue.path.length ? `${source}.${issue.path.join('.')}` : source;
-    throw new InputError(at, issue.message.replace(/^Invalid input: /, 'be valid: '));
+    // The rules written here read "be …"; zod's own ("Invalid option: expected one of …") are quoted.
+    throw new InputError(at, issue.message.startsWith('be ') ? issue.message : `be valid (${issue.message})`);
   }
   const registry = parsed.data;
   for (const [name, entry] of Object.entries(registry.tools)) {
