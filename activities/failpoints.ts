@@ -19,6 +19,8 @@
  *   bash_execute.after_start         start row committed, command spawned and running
  *   bash_execute.after_run           command finished, exit marker written, not yet recorded
  *   settled.after_execute            any tool's execute returned (effect done), not yet recorded
+ *   mcp.before_call                  the MCP gateway's lease checked, the upstream tools/call not yet sent
+ *   mcp.after_call                   the upstream answered the tools/call (its effect done), not yet recorded
  *   probe.after_answer               a probe answered and applied its verdict, not yet returned
  */
 type Action = { kind: 'kill' } | { kind: 'stop' } | { kind: 'sleep'; ms: number };

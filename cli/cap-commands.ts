@@ -33,7 +33,10 @@ export function registerCapabilityCommands(program: Command): void {
     c
       .requiredOption('--audience <id>', 'the trajectory (workflow id) the capability is issued to')
       .requiredOption('--rights <list>', `comma-separated subset of ${RIGHTS.join(',')}`)
-      .requiredOption('--objects <list>', 'comma-separated typed objects: path:/abs/dir, host:example.com, repo:owner/name')
+      .requiredOption(
+        '--objects <list>',
+        'comma-separated typed objects: path:/abs/dir, host:example.com, repo:owner/name, mcp:server[/tool]',
+      )
       .requiredOption('--max-cost <n>', 'per-call cost ceiling (cost units)')
       .requiredOption('--budget <n>', 'total budget (cost units)')
       .requiredOption('--expires-in <duration>', 'lifetime, e.g. 30m, 1h, 7d')
@@ -72,7 +75,7 @@ export function registerCapabilityCommands(program: Command): void {
     .description('Check one access against a token: exit 0 allowed, 3 denied (one line naming the component).')
     .requiredOption('--cap <file>', 'the token')
     .requiredOption('--op <op>', RIGHTS.join('|'))
-    .requiredOption('--target <target>', 'an absolute path, or host:NAME, or repo:OWNER/NAME')
+    .requiredOption('--target <target>', 'an absolute path, or host:NAME, or repo:OWNER/NAME, or mcp:SERVER/TOOL')
     .requiredOption('--cost <n>', 'cost of the access (cost units)')
     .requiredOption('--audience <id>', 'the trajectory making the access')
     .action(async (opts: { cap: string; op: string; target: string; cost: string; audience: string }) => {
@@ -185,8 +188,12 @@ function parseTarget(text: string): Target {
   if (text.startsWith('host:')) return { kind: 'host', host: text.slice(5) };
   if (text.startsWith('repo:')) return { kind: 'repo', repo: text.slice(5) };
   if (text.startsWith('path:')) return { kind: 'path', path: text.slice(5) };
+  if (text.startsWith('mcp:')) {
+    const [server = '', ...tool] = text.slice(4).split('/');
+    return { kind: 'mcp', server, tool: tool.length ? tool.join('/') : null };
+  }
   if (text.startsWith('/')) return { kind: 'path', path: text };
-  throw new UsageError(`--target: must be an absolute path, host:NAME or repo:OWNER/NAME (got ${JSON.stringify(text)})`);
+  throw new UsageError(`--target: must be an absolute path, host:NAME, repo:OWNER/NAME or mcp:SERVER/TOOL (got ${JSON.stringify(text)})`);
 }
 
 function number(text: string, flag: string): number {

@@ -278,6 +278,7 @@ const COMMAND_GROUPS: { commands: string[]; register: () => Promise<(program: Co
   { commands: ['cap'], register: async () => (await import('./cap-commands')).registerCapabilityCommands },
   { commands: ['operator'], register: async () => (await import('./operator-commands')).registerOperatorCommands },
   { commands: ['lint', 'stats', 'breakeven', 'cost'], register: async () => (await import('./workbench')).registerWorkbenchCommands },
+  { commands: ['mcp'], register: async () => (await import('./mcp/command')).registerMcpCommands },
 ];
 
 /** The command named on the command line (the first argument that is not an option), if any. */

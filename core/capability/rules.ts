@@ -17,7 +17,13 @@ export type Verdict = { allowed: true } | { allowed: false; component: Component
  * (only itself), and a port. Without a port, the web's two: 80 and 443 (docs/security.md#egress).
  */
 export type HostTarget = { kind: 'host'; host: string; port?: number };
-export type Target = { kind: 'path'; path: string } | HostTarget | { kind: 'repo'; repo: string };
+/**
+ * An MCP tool behind settle's gateway (docs/mcp.md): `server` is the name the gateway's operator
+ * gave the upstream (never the name the server reports), `tool` one of its tools. As an object,
+ * `tool: null` (`mcp:<server>`) grants every tool of that server.
+ */
+export type McpTarget = { kind: 'mcp'; server: string; tool: string | null };
+export type Target = { kind: 'path'; path: string } | HostTarget | { kind: 'repo'; repo: string } | McpTarget;
 
 /** The ports a host object or target without a port stands for. */
 export const DEFAULT_HOST_PORTS: readonly number[] = [80, 443];
@@ -69,6 +75,8 @@ function canonicalTarget(target: Target): Target {
       return parseHostSpec(target.port === undefined ? target.host : `${target.host}:${target.port}`, 'target');
     case 'repo':
       return { kind: 'repo', repo: canonicalRepo(target.repo, 'target') };
+    case 'mcp':
+      return parseMcpSpec(target.tool === null ? target.server : `${target.server}/${target.tool}`, 'target');
   }
 }
 
@@ -76,6 +84,9 @@ function objectContainsCanonical(object: Target, target: Target): boolean {
   if (object.kind === 'path' && target.kind === 'path') return isWithin(target.path, object.path); // segment-wise: /work never contains /workspace
   if (object.kind === 'host' && target.kind === 'host') return hostWithin(target, object);
   if (object.kind === 'repo' && target.kind === 'repo') return target.repo === object.repo || target.repo.startsWith(`${object.repo}/`);
+  // A whole-server target (a child's `mcp:<server>` in attenuation) is only within a whole-server object.
+  if (object.kind === 'mcp' && target.kind === 'mcp')
+    return target.server === object.server && (object.tool === null || target.tool === object.tool);
   return false;
 }
 
@@ -105,8 +116,13 @@ export function parseObject(object: string, field = 'object'): Target {
       return parseHostSpec(value, field);
     case 'repo':
       return { kind, repo: canonicalRepo(value, field) };
+    case 'mcp':
+      return parseMcpSpec(value, field);
     default:
-      throw new InputError(field, `be path:/abs/dir, host:example.com[:port] or repo:owner/name (got ${JSON.stringify(object)})`);
+      throw new InputError(
+        field,
+        `be path:/abs/dir, host:example.com[:port], repo:owner/name or mcp:server[/tool] (got ${JSON.stringify(object)})`,
+      );
   }
 }
 
@@ -161,6 +177,28 @@ export function canonicalHost(host: string, field: string): string {
   return h;
 }
 
+/** An MCP server name as the gateway's operator gives it: lower-case letters, digits, `.`, `_`, `-`. */
+export const MCP_SERVER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** An MCP tool name as the MCP specification allows it: 1–128 of letters, digits, `_`, `-`, `.`. */
+export const MCP_TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/**
+ * `server` or `server/tool`. The server name is compared exactly (it is the operator's, lower
+ * case); the tool name exactly too (MCP tool names are case-sensitive).
+ */
+export function parseMcpSpec(spec: string, field: string): McpTarget {
+  const slash = spec.indexOf('/');
+  const server = slash === -1 ? spec : spec.slice(0, slash);
+  const tool = slash === -1 ? null : spec.slice(slash + 1);
+  if (!MCP_SERVER_NAME.test(server) || (tool !== null && !MCP_TOOL_NAME.test(tool))) {
+    throw new InputError(
+      field,
+      `be mcp:server or mcp:server/tool (server: lower-case letters, digits, . _ -, at most 64; tool: letters, digits, . _ -, at most 128; got ${JSON.stringify(`mcp:${spec}`)})`,
+    );
+  }
+  return { kind: 'mcp', server, tool };
+}
+
 /** `owner` or `owner/name`, GitHub-style characters, compared case-insensitively. */
 export function canonicalRepo(repo: string, field: string): string {
   const r = repo.toLowerCase();
@@ -208,5 +246,14 @@ export function attenuationVerdict(parent: CapabilityBody, child: ChildRequest):
 }
 
 function describeTarget(t: Target): string {
-  return t.kind === 'path' ? `path ${t.path}` : t.kind === 'host' ? `host ${hostSpec(t)}` : `repo ${t.repo}`;
+  switch (t.kind) {
+    case 'path':
+      return `path ${t.path}`;
+    case 'host':
+      return `host ${hostSpec(t)}`;
+    case 'repo':
+      return `repo ${t.repo}`;
+    case 'mcp':
+      return `MCP tool mcp:${t.server}/${t.tool ?? '*'}`;
+  }
 }

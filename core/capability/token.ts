@@ -20,13 +20,13 @@ export type Right = (typeof RIGHTS)[number];
 // into the workflow sandbox's shared module cache, which is deep-frozen, and a zod schema must
 // stay out of its reach (workers/workflow-bundle.ts).
 
-/** Typed object prefixes: `path:/abs/dir`, `host:example.com`, `repo:owner/name` (or `repo:owner`). */
+/** Typed object prefixes: `path:/abs/dir`, `host:example.com`, `repo:owner/name` (or `repo:owner`), `mcp:server/tool` (or `mcp:server`). */
 export const ObjectSpec = lazy(() =>
   z
     .string()
-    .min(6)
+    .min(5)
     .max(1100)
-    .regex(/^(path|host|repo):.+$/, 'be a typed object such as path:/abs/dir, host:example.com or repo:owner/name'),
+    .regex(/^(path|host|repo|mcp):.+$/, 'be a typed object such as path:/abs/dir, host:example.com, repo:owner/name or mcp:server/tool'),
 );
 
 export const CapabilityBody = lazy(() =>

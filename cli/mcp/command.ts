@@ -1,0 +1,183 @@
+/**
+ * `settle mcp serve`: the MCP gateway (docs/mcp.md). stdio by default (stdout is the protocol;
+ * every log line goes to stderr), streamable HTTP with `--http <port>`.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { Command } from 'commander';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { InputError } from '../../core/errors';
+import { defaultRegistry, parseMcpRegistry, type McpRegistry } from '../../core/mcp/registry';
+import { UpstreamServer } from '../../activities/mcp/upstream';
+import { installRuntime } from '../../workers/runtime';
+import { serverEnvironment, splitCommandLine } from '../mcp-tools';
+import { databaseUrl } from '../connections';
+import { readDevSettings } from '../dev-settings';
+import { UsageError } from '../usage-error';
+import { readCapability, startGateway, type Gateway } from './gateway';
+
+interface ServeOptions {
+  upstream?: string;
+  registry?: string;
+  name?: string;
+  trajectory?: string;
+  taskQueue?: string;
+  capability?: string;
+  ungated?: boolean;
+  env: string[];
+  http?: string;
+  workspace?: string;
+}
+
+export function registerMcpCommands(program: Command): void {
+  const mcp = program.command('mcp').description('The MCP gateway: settle in front of an MCP server (docs/mcp.md).');
+  mcp
+    .command('serve')
+    .description("Serve an upstream MCP server's tools over MCP, every call settled in the session's trajectory.")
+    .option('--upstream <command>', 'the upstream MCP server to start over stdio, e.g. "npx @modelcontextprotocol/server-memory"')
+    .option('--registry <file>', "the operator's registry: the server's name, each tool's level and probe (JSON; docs/mcp.md)")
+    .option('--name <server>', 'without --registry: the name capabilities grant the server by (mcp:<name>/<tool>)')
+    .option('--trajectory <id>', "the session's trajectory (workflow id); default: the capability's audience, else a new id")
+    .option('--task-queue <queue>', "the gateway worker's task queue (default: settle-mcp-<server>)")
+    .option('--capability <file>', 'the capability every call is checked against (keys from SETTLE_CAP_KEYS)')
+    .option('--ungated', 'serve without a capability: every listed tool is callable (the operator says so)')
+    .option(
+      '--env <name>',
+      'pass this environment variable to the upstream (repeatable); it gets only these and HOME, LOGNAME, PATH, SHELL, TERM, USER',
+      (v: string, all: string[]) => [...all, v],
+      [],
+    )
+    .option('--http <port>', 'serve streamable HTTP on 127.0.0.1:<port> (path /mcp) instead of stdio')
+    .option('--workspace <dir>', "without --upstream: serve settle's own tool catalog on this workspace (not built yet)")
+    .action(async (opts: ServeOptions) => {
+      try {
+        await serve(opts);
+      } catch (err) {
+        // Bad flags, registry or capability file: a usage error (exit 2) naming the field and the rule.
+        if (err instanceof InputError) throw new UsageError(err.message);
+        throw err;
+      }
+    });
+}
+
+async function serve(opts: ServeOptions): Promise<void> {
+  // stdout carries the protocol: anything that logs through console.log must not reach it.
+  console.log = console.error;
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  if (opts.upstream === undefined) {
+    throw new UsageError(
+      opts.workspace === undefined
+        ? '--upstream: must be given (the MCP server to serve)'
+        : "--workspace: serving settle's own catalog over MCP is not built yet; run an orchestrator with SettleClient (docs/mcp.md)",
+    );
+  }
+  if (!!opts.capability === !!opts.ungated) throw new UsageError('--capability <file> or --ungated: exactly one must be given');
+  const registry = loadRegistry(opts);
+  const capability = opts.capability ? readCapability(opts.capability) : null;
+  if (capability && opts.trajectory !== undefined && opts.trajectory !== capability.body.aud) {
+    throw new UsageError(`--trajectory: must be the capability's audience (${capability.body.aud}) when both are given`);
+  }
+  const trajectoryId = opts.trajectory ?? capability?.body.aud ?? `mcp-${registry.server}-${randomUUID()}`;
+  const [command, ...args] = splitCommandLine(opts.upstream);
+  if (command === undefined) throw new UsageError('--upstream: must be a command line that starts an MCP server');
+  const upstream = new UpstreamServer({
+    command,
+    args,
+    env: serverEnvironment(opts.env),
+    startTimeoutMs: 30_000,
+    callTimeoutMs: 10 * 60_000,
+    log,
+  });
+  const dev = process.env.TEMPORAL_ADDRESS ? null : readDevSettings();
+  const temporalAddress = process.env.TEMPORAL_ADDRESS || dev?.temporalAddress;
+  if (!temporalAddress) throw new UsageError('TEMPORAL_ADDRESS: must be set (or run `settle dev`, whose settings the CLI then finds)');
+  installRuntime('WARN');
+  const gateway = await startGateway({
+    upstream,
+    registry,
+    trajectoryId,
+    taskQueue: opts.taskQueue ?? `settle-mcp-${registry.server}`,
+    temporalAddress,
+    namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
+    databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
+    capability,
+    ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
+    log,
+  });
+  if (opts.http !== undefined) await serveHttp(gateway, port(opts.http), log);
+  else await serveStdio(gateway);
+}
+
+function loadRegistry(opts: ServeOptions): McpRegistry {
+  if (opts.registry === undefined) {
+    if (opts.name === undefined) throw new UsageError('--name or --registry: one must name the upstream server');
+    return defaultRegistry(opts.name);
+  }
+  if (opts.name !== undefined) throw new UsageError('--name: must not be given with --registry (the registry names the server)');
+  let text: string;
+  try {
+    text = fs.readFileSync(opts.registry, 'utf8');
+  } catch (err) {
+    throw new InputError('--registry', `name a readable file (${(err as Error).message})`);
+  }
+  return parseMcpRegistry(text, '--registry');
+}
+
+function port(text: string): number {
+  if (!/^[0-9]{1,5}$/.test(text) || Number(text) > 65535) throw new UsageError(`--http: must be a port from 0 to 65535 (got ${text})`);
+  return Number(text);
+}
+
+/** One session on stdin/stdout; it ends when the client closes the pipe. */
+async function serveStdio(gateway: Gateway): Promise<void> {
+  const server = gateway.server();
+  const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
+  await server.connect(new StdioServerTransport());
+  await closed;
+  await gateway.close();
+}
+
+/** Streamable HTTP on 127.0.0.1: one MCP session per `mcp-session-id`, all in the gateway's trajectory. */
+async function serveHttp(gateway: Gateway, listenPort: number, log: (line: string) => void): Promise<void> {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const httpServer = http.createServer((req, res) => {
+    void (async () => {
+      if (!req.url?.startsWith('/mcp')) {
+        res.writeHead(404).end();
+        return;
+      }
+      const sessionId = req.headers['mcp-session-id'];
+      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
+      if (!transport) {
+        if (sessionId !== undefined) {
+          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'unknown session' }));
+          return;
+        }
+        const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => void transports.set(id, created),
+        });
+        created.onclose = () => {
+          if (created.sessionId) transports.delete(created.sessionId);
+        };
+        await gateway.server().connect(created);
+        transport = created;
+      }
+      await transport.handleRequest(req, res);
+    })().catch((err: unknown) => {
+      log(`settle mcp: HTTP request failed: ${(err as Error).message}`);
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve) => httpServer.listen(listenPort, '127.0.0.1', resolve));
+  const address = httpServer.address();
+  log(`settle mcp: streamable HTTP on http://127.0.0.1:${typeof address === 'object' && address ? address.port : listenPort}/mcp`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  httpServer.close();
+  await gateway.close();
+}

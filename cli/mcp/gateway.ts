@@ -1,0 +1,209 @@
+/**
+ * `settle mcp serve --upstream "<command>"` (docs/mcp.md): an MCP server in front of one upstream
+ * MCP server. It lists the upstream's tools unchanged (their lint findings go to the log), and
+ * runs every tools/call under the operator's registry and the session's capability: A0 forwarded,
+ * A1/A2 as a settled call in the session's trajectory workflow (run by this process's own worker,
+ * whose tools call the upstream), A3 refused for now.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { lintDocument } from '../../core/lint/index';
+import { formatFinding } from '../../core/lint/index';
+import { deriveKey } from '../../core/key';
+import { errorMessage, InputError } from '../../core/errors';
+import { CapabilityToken } from '../../core/capability/token';
+import type { McpRegistry } from '../../core/mcp/registry';
+import { authorize } from '../../activities/capability/authorize';
+import { loadKeyRing, type KeyRing } from '../../activities/capability/keyring';
+import { gatewayTools, type GatewayTool } from '../../activities/mcp/gateway-tools';
+import type { UpstreamServer, UpstreamTool } from '../../activities/mcp/upstream';
+import { mcpCallUpdate, mcpCloseSignal } from '../../workflows/mcp-definitions';
+import type { mcpSessionWorkflow } from '../../workflows/mcp-session';
+import { SettlePlugin } from '../../workers/settle-plugin';
+import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
+
+/** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
+export const CALL_ID_META = 'io.settle/call_id';
+
+export interface GatewayOptions {
+  upstream: UpstreamServer;
+  registry: McpRegistry;
+  /** The session's trajectory (workflow id). */
+  trajectoryId: string;
+  taskQueue: string;
+  temporalAddress: string;
+  namespace: string;
+  databaseUrl: string;
+  /** The session's capability (checked for every call), or null when the operator serves ungated. */
+  capability: CapabilityToken | null;
+  /** A pre-built bundle of settle's workflows (SETTLE_WORKFLOW_BUNDLE); else bundled at start. */
+  workflowBundlePath?: string;
+  log: (line: string) => void;
+}
+
+export interface Gateway {
+  /** A new MCP server for one session (stdio: one; HTTP: one per session). */
+  server(): McpServer;
+  /** Ends the session's workflow once its calls finished, stops the worker and the upstream. */
+  close(): Promise<void>;
+}
+
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { upstream, registry, log } = options;
+  const listed = await upstream.listTools();
+  lintUpstream(listed, registry.server, log);
+  const { definitions, tools } = gatewayTools(upstream, listed, registry);
+  for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
+  const ring = options.capability ? loadKeyRing() : null;
+
+  const nativeConnection = await NativeConnection.connect({ address: options.temporalAddress });
+  const worker = await Worker.create({
+    plugins: [new SettlePlugin({ tools: definitions, databaseUrl: options.databaseUrl, warn: log })],
+    connection: nativeConnection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...(options.workflowBundlePath
+      ? { workflowBundle: { codePath: options.workflowBundlePath } }
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
+  });
+  const running = worker.run();
+  running.catch((err: unknown) => log(`settle mcp: the worker stopped: ${errorMessage(err)}`));
+
+  const connection = await Connection.connect({ address: options.temporalAddress });
+  const client = new Client({ connection, namespace: options.namespace });
+  // One workflow per trajectory: a gateway started again with the same trajectory joins it.
+  const handle = await client.workflow.start<typeof mcpSessionWorkflow>('mcpSessionWorkflow', {
+    workflowId: options.trajectoryId,
+    taskQueue: options.taskQueue,
+    args: [{ server: registry.server }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  log(`settle mcp: serving ${tools.size} tool(s) of ${registry.server} in trajectory ${options.trajectoryId}`);
+
+  // Call ids the gateway makes up for calls that bring none: unique to this process, so a restarted
+  // gateway never mistakes a new call for an old one (and never deduplicates a retry: see docs/mcp.md).
+  const processId = randomUUID().slice(0, 8);
+  let counter = 0;
+  const ctx: CallContext = { ...options, tools, handle, ring, nextCallId: () => `auto-${processId}-${++counter}` };
+
+  return {
+    server() {
+      const mcp = new McpServer({ name: `settle-mcp-${registry.server}`, version: '0.1.0' }, { capabilities: { tools: {} } });
+      // The protocol-level handlers: McpServer's own tools/list would publish zod schemas of its own,
+      // and the gateway lists the upstream's tools as the upstream wrote them.
+      mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+      mcp.server.setRequestHandler(CallToolRequestSchema, async (request) =>
+        callTool(ctx, request.params.name, request.params.arguments ?? {}, request.params._meta?.[CALL_ID_META]),
+      );
+      return mcp;
+    },
+    async close() {
+      await handle.signal(mcpCloseSignal).catch(() => {});
+      worker.shutdown();
+      await running.catch(() => {});
+      await upstream.close();
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+interface CallContext extends GatewayOptions {
+  tools: Map<string, GatewayTool>;
+  handle: WorkflowHandle<typeof mcpSessionWorkflow>;
+  ring: KeyRing | null;
+  nextCallId: () => string;
+}
+
+async function callTool(ctx: CallContext, name: string, args: Record<string, unknown>, clientCallId: unknown): Promise<CallToolResult> {
+  const tool = ctx.tools.get(name);
+  if (!tool) return toolError(`settle: ${name} is not a tool of ${ctx.registry.server}`);
+  if (!tool.served) return toolError(`settle: ${name} cannot be called through settle: ${tool.reason}`);
+  const denied = await capabilityDenial(ctx, tool.name, tool.level === 'A0' ? 'read' : 'write');
+  if (denied) return toolError(`settle: refused: the session's capability does not grant mcp:${ctx.registry.server}/${name} (${denied})`);
+  if (tool.level === 'A0') {
+    // Read-only by the operator's word: forwarded, and a failure is only a failed read.
+    try {
+      return (await ctx.upstream.callTool(name, args, {})) as CallToolResult;
+    } catch (err) {
+      return toolError(`settle: ${ctx.registry.server} did not answer ${name}: ${errorMessage(err)}`);
+    }
+  }
+  if (tool.level === 'A3') {
+    return toolError(
+      `settle: ${name} is A3 (needs an operator's approval); the gateway does not run A3 tools yet: the operator may list it at A2`,
+    );
+  }
+  if (clientCallId !== undefined && (typeof clientCallId !== 'string' || clientCallId.length === 0 || clientCallId.length > 255)) {
+    return toolError(`settle: _meta["${CALL_ID_META}"] must be a text of 1 to 255 characters`);
+  }
+  const callId = clientCallId ?? ctx.nextCallId();
+  let updateId: string;
+  try {
+    // The same logical call is the same update: Temporal runs it once and answers every repeat with its result.
+    updateId = deriveKey({ trajectoryId: ctx.trajectoryId, turn: 0, callId, tool: name, args });
+  } catch (err) {
+    return toolError(`settle: ${err instanceof InputError ? err.message : errorMessage(err)}`);
+  }
+  try {
+    const settled = await ctx.handle.executeUpdate(mcpCallUpdate, { args: [{ tool: name, args, callId, turn: 0 }], updateId });
+    const meta = { 'io.settle/key': settled.key, 'io.settle/resolution': settled.resolution, 'io.settle/state': settled.state };
+    if (settled.state !== 'COMPLETED') {
+      return { ...toolError(`settle: ${name} did not complete (${settled.resolution}): ${settled.observation.error ?? ''}`), _meta: meta };
+    }
+    const result = (settled.result ?? { content: [{ type: 'text', text: settled.observation.output }] }) as CallToolResult;
+    return { ...result, _meta: { ...(result._meta ?? {}), ...meta } };
+  } catch (err) {
+    const cause = err instanceof WorkflowUpdateFailedError && err.cause ? err.cause.message : errorMessage(err);
+    return toolError(`settle: ${name} was refused: ${cause}`);
+  }
+}
+
+/** Why the session's capability does not allow this call, or null (also when the operator serves ungated). */
+async function capabilityDenial(ctx: CallContext, tool: string, op: 'read' | 'write'): Promise<string | null> {
+  if (!ctx.capability || !ctx.ring) return null;
+  const { verdict } = await authorize(
+    ctx.capability,
+    {
+      op,
+      target: { kind: 'mcp', server: ctx.registry.server, tool },
+      cost: 1,
+      audience: ctx.trajectoryId,
+      nowMs: Date.now(),
+      key: 'mcp-gateway',
+    },
+    { ring: ctx.ring, budgets: null },
+  );
+  return verdict.allowed ? null : `${verdict.component}: ${verdict.reason}`;
+}
+
+function toolError(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** settle lint over the upstream's definitions: the findings are the operator's to read, never the model's. */
+function lintUpstream(listed: readonly UpstreamTool[], server: string, log: (line: string) => void): void {
+  try {
+    const { findings } = lintDocument({ tools: listed });
+    for (const f of findings) log(`settle mcp lint (${server}): ${formatFinding(f)}`);
+  } catch (err) {
+    log(`settle mcp lint (${server}): could not lint the upstream's tools: ${errorMessage(err)}`);
+  }
+}
+
+/** Reads a capability token file (JSON); throws InputError naming the flag. */
+export function readCapability(file: string): CapabilityToken {
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new InputError('--capability', `name a readable JSON token file (${errorMessage(err)})`);
+  }
+  const parsed = CapabilityToken().safeParse(json);
+  if (!parsed.success) throw new InputError('--capability', `be a capability token (${parsed.error.issues[0]?.message ?? 'invalid'})`);
+  return parsed.data;
+}

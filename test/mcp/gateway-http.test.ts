@@ -1,0 +1,104 @@
+/**
+ * `settle mcp serve --http` in front of the reference memory server from npm, driven by the
+ * official SDK client over streamable HTTP: reads the registry makes A0 are forwarded, writes are
+ * settled (an endpoint record, the entity in the memory file once), an A3 tool is refused.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, expect, inject, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { SETTLE_BIN } from '../support/cli';
+import { until } from '../support/in-doubt';
+import { MEMORY_SERVER, nodeCommand, registryFile, textOf } from './gateway-process';
+
+const db = openTestDb(2);
+const store = testStore(db);
+afterAll(() => db.destroy());
+
+it('forwards A0 reads, settles writes and refuses A3 over streamable HTTP', async () => {
+  const dir = tempWorkspace('mcp-http');
+  const memory = path.join(dir, 'memory.jsonl');
+  const registry = registryFile(dir, {
+    server: 'memory',
+    tools: { read_graph: { level: 'A0' }, create_entities: { level: 'A2' }, delete_entities: { level: 'A3' } },
+  });
+  const gateway = spawn(
+    process.execPath,
+    [
+      SETTLE_BIN,
+      'mcp',
+      'serve',
+      '--upstream',
+      nodeCommand(MEMORY_SERVER),
+      '--env',
+      'MEMORY_FILE_PATH',
+      '--registry',
+      registry,
+      '--ungated',
+      '--http',
+      '0',
+      '--task-queue',
+      uniqueId('mcp-http'),
+    ],
+    {
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        DATABASE_URL: inject('databaseUrl'),
+        SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+        MEMORY_FILE_PATH: memory,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stderr = '';
+  gateway.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  const exited = new Promise((r) => gateway.once('exit', r));
+  try {
+    const url = await until(
+      async () => /streamable HTTP on (http:\/\/\S+)/.exec(stderr)?.[1] ?? (gateway.exitCode !== null && 'exited'),
+      'the gateway listening',
+      90_000,
+    );
+    expect(url, stderr).not.toBe('exited');
+    const client = new Client({ name: 'settle-test', version: '0.1.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const call = (name: string, args: Record<string, unknown>, callId?: string) =>
+      client.callTool({ name, arguments: args, ...(callId ? { _meta: { 'io.settle/call_id': callId } } : {}) }, undefined, {
+        timeout: 90_000,
+      }) as Promise<CallToolResult>;
+
+    const alice = { entities: [{ name: 'alice', entityType: 'person', observations: ['likes tea'] }] };
+    const created = await call('create_entities', alice, 'create-alice');
+    expect(created.isError, textOf(created)).toBeFalsy();
+    const key = created._meta?.['io.settle/key'] as string;
+    expect(created._meta?.['io.settle/resolution']).toBe('executed');
+    expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', tool: 'create_entities' });
+    const again = await call('create_entities', alice, 'create-alice');
+    expect(again._meta?.['io.settle/key']).toBe(key);
+
+    const graph = await call('read_graph', {});
+    expect(graph.isError, textOf(graph)).toBeFalsy();
+    expect(graph._meta?.['io.settle/key']).toBeUndefined(); // forwarded: no record
+    expect(textOf(graph)).toContain('likes tea');
+    const lines = fs
+      .readFileSync(memory, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"alice"'));
+    expect(lines).toHaveLength(1);
+
+    const deleted = await call('delete_entities', { entityNames: ['alice'] }, 'delete-alice');
+    expect(deleted.isError).toBe(true);
+    expect(textOf(deleted)).toContain('delete_entities is A3');
+    expect(fs.readFileSync(memory, 'utf8')).toContain('"alice"');
+    await client.close();
+  } finally {
+    gateway.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (gateway.exitCode === null) gateway.kill('SIGKILL');
+  }
+}, 180_000);

@@ -1,0 +1,103 @@
+/**
+ * `settle mcp serve` as an MCP client starts it: a process on stdio, driven by the official SDK
+ * client, with the test stack's Temporal and Postgres and settle's pre-built workflow bundle.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { SETTLE_BIN } from '../support/cli';
+
+const NODE_MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.url));
+export const FILESYSTEM_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
+export const MEMORY_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-memory/dist/index.js');
+export const LYING_SERVER = fileURLToPath(new URL('./fixtures/lying-server.ts', import.meta.url));
+
+/** A command line running `script` with this Node (TypeScript through tsx), quoted as --upstream takes it. */
+export function nodeCommand(script: string, ...args: string[]): string {
+  const words = script.endsWith('.ts') ? [process.execPath, '--import', 'tsx', script] : [process.execPath, script];
+  return [...words, ...args].map((w) => JSON.stringify(w)).join(' ');
+}
+
+export interface GatewaySession {
+  client: Client;
+  /** The gateway's process id. */
+  pid: number;
+  /** What the gateway wrote on stderr so far. */
+  stderr: () => string;
+  /** Resolves when the gateway process has exited (its stdio closed). */
+  exited: Promise<void>;
+  call(name: string, args: Record<string, unknown>, callId?: string): Promise<CallToolResult>;
+  close(): Promise<void>;
+}
+
+const open: GatewaySession[] = [];
+
+/** Starts a gateway with `args` after `settle mcp serve` and connects the SDK client to it. */
+export async function startGateway(args: string[], env: Record<string, string> = {}): Promise<GatewaySession> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [SETTLE_BIN, 'mcp', 'serve', ...args],
+    env: {
+      ...(process.env as Record<string, string>),
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      DATABASE_URL: inject('databaseUrl'),
+      SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      ...env,
+    },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+  let exit: () => void = () => {};
+  const exited = new Promise<void>((resolve) => (exit = resolve));
+  const client = new Client({ name: 'settle-test', version: '0.1.0' });
+  client.onclose = () => exit();
+  try {
+    await client.connect(transport, { timeout: 90_000 });
+  } catch (err) {
+    throw new Error(`the gateway did not start: ${(err as Error).message}\n${stderr}`);
+  }
+  const session: GatewaySession = {
+    client,
+    pid: transport.pid!,
+    stderr: () => stderr,
+    exited,
+    call: (name, callArgs, callId) =>
+      client.callTool(
+        { name, arguments: callArgs, ...(callId === undefined ? {} : { _meta: { 'io.settle/call_id': callId } }) },
+        undefined,
+        { timeout: 90_000 },
+      ) as Promise<CallToolResult>,
+    close: () => client.close(),
+  };
+  open.push(session);
+  return session;
+}
+
+/** For afterAll: every gateway still running is closed, and SIGKILLed if it does not go. */
+export async function closeGateways(): Promise<void> {
+  for (const s of open.splice(0)) {
+    await Promise.race([s.close(), new Promise((r) => setTimeout(r, 5000))]);
+    try {
+      process.kill(s.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** The text a tool result shows. */
+export function textOf(result: CallToolResult): string {
+  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+}
+
+/** Writes the registry to a file in `dir` and returns its path. */
+export function registryFile(dir: string, registry: unknown): string {
+  const file = path.join(dir, `registry-${Math.random().toString(36).slice(2)}.json`);
+  fs.writeFileSync(file, JSON.stringify(registry));
+  return file;
+}

@@ -1,0 +1,25 @@
+/**
+ * The MCP session workflow's public surface (docs/mcp.md): the gateway sends each settled
+ * `tools/call` as an update and closes the session with a signal. No workflow logic here, so the
+ * gateway process can import it.
+ */
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { SettledResult } from './team-calls';
+
+export interface McpSessionInput {
+  /** The upstream's name in the operator's registry (what capabilities grant: `mcp:<server>/<tool>`). */
+  server: string;
+}
+
+/** One tools/call, validated by the gateway's worker as any settled call is. */
+export interface McpCallInput {
+  tool: string;
+  args: Record<string, unknown>;
+  /** The client's call id (`_meta["io.settle/call_id"]`), or the gateway's own for this process. */
+  callId: string;
+  turn: number;
+}
+
+export const mcpCallUpdate = defineUpdate<SettledResult<unknown>, [McpCallInput]>('mcpCall');
+/** The MCP session ended: the workflow completes once its calls have. */
+export const mcpCloseSignal = defineSignal('mcpClose');
