@@ -1,11 +1,11 @@
 /** What `settle key` and `settle canonicalize` do (declared in cli/main.ts). */
-import fs from 'node:fs';
 import { canonicalJson } from '../core/jcs';
 import { parseIJson } from '../core/json-text';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
 import { UsageError } from './usage-error';
 import { assertArgumentsUtf8 } from './argv-bytes';
+import { readFileOrStdin, readStdin } from './stdin';
 
 export interface KeyOptions {
   trajectory: string;
@@ -17,13 +17,14 @@ export interface KeyOptions {
   secretEnv?: string;
 }
 
-export function printKey(opts: KeyOptions): void {
+export async function printKey(opts: KeyOptions): Promise<void> {
   // Bytes, strictly decoded: Node reads an invalid byte on the command line as U+FFFD, which
   // would give `caf\xe9` and `caf\xe8` one key (cli/argv-bytes.ts).
   assertArgumentsUtf8();
   // Strict I-JSON (core/json-text.ts): a repeated member or a rounded number would give another call's key.
   const argsFlag = opts.args !== undefined ? '--args' : '--args-file';
-  const args = withField(() => parseIJson(argsBytes(opts), { field: 'args' }), { args: argsFlag });
+  const bytes = await argsBytes(opts);
+  const args = withField(() => parseIJson(bytes, { field: 'args' }), { args: argsFlag });
   let secret: Uint8Array | undefined;
   if (opts.secretEnv !== undefined) {
     const value = process.env[opts.secretEnv];
@@ -41,9 +42,10 @@ export function printKey(opts: KeyOptions): void {
   console.log(key);
 }
 
-export function canonicalize(): void {
+export async function canonicalize(): Promise<void> {
   // Bytes, not a string: invalid UTF-8 is refused rather than read as U+FFFD.
-  const value = withField(() => parseIJson(fs.readFileSync(0), { field: 'stdin' }), {});
+  const bytes = await readStdin();
+  const value = withField(() => parseIJson(bytes, { field: 'stdin' }), {});
   process.stdout.write(withField(() => canonicalJson(value, 'stdin'), {}) + '\n');
 }
 
@@ -52,12 +54,12 @@ export function canonicalize(): void {
  * lossless UTF-8 once assertArgumentsUtf8 has passed, so encoding it again gives the bytes the
  * shell passed: both then meet the byte rules of canonicalize (a leading BOM is dropped).
  */
-function argsBytes(opts: { args?: string; argsFile?: string }): Uint8Array {
+async function argsBytes(opts: { args?: string; argsFile?: string }): Promise<Uint8Array> {
   if ((opts.args === undefined) === (opts.argsFile === undefined)) throw new UsageError('--args or --args-file: give exactly one of them');
   if (opts.args !== undefined) return new TextEncoder().encode(opts.args);
   const file = opts.argsFile!;
   try {
-    return fs.readFileSync(file === '-' ? 0 : file);
+    return await readFileOrStdin(file);
   } catch (err) {
     throw new UsageError(`--args-file: cannot read ${file === '-' ? 'stdin' : file} (${(err as Error).message})`);
   }

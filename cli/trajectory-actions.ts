@@ -17,11 +17,12 @@ import { operatorSigner, verifyingKeys } from './operator-key';
 import { databaseConfigured, withClient, withStore } from './connections';
 import { fullKey, keyArgument, uniqueKey } from './key-prefix';
 import { formatTable } from './table';
+import { readStdin } from './stdin';
 import { UsageError } from './usage-error';
 import { printable, printableLines } from './terminal-text';
 
 export async function startTrajectory(specPath: string, opts: { cap?: string; summary?: string }): Promise<void> {
-  const spec = readSpec(specPath, opts.cap);
+  const spec = await readSpec(specPath, opts.cap);
   if (opts.summary !== undefined && !opts.summary.trim()) throw new UsageError('--summary: must be a non-empty text');
   await withClient(async (client) => {
     const { trajectoryId, ...input } = spec;
@@ -134,14 +135,14 @@ function checkScriptedTools(spec: TrajectorySpec): void {
   );
 }
 
-function readSpec(specPath: string, capPath?: string): TrajectorySpec {
+async function readSpec(specPath: string, capPath?: string): Promise<TrajectorySpec> {
   // Bytes through the strict I-JSON parser: the spec's scripted args become keys, so invalid
   // UTF-8, repeated members, rounded numbers and absurd nesting are refused here (exit 2).
-  let json: unknown = strictJson(readBytes(specPath === '-' ? 0 : specPath, 'SPEC'), 'spec');
+  let json: unknown = strictJson(await readBytes(specPath === '-' ? 0 : specPath, 'SPEC'), 'spec');
   if (capPath !== undefined) {
     if (json && typeof json === 'object' && 'capability' in json)
       throw new UsageError('--cap: must not be given when the spec has a "capability" already');
-    json = { ...(json as object), capability: strictJson(readBytes(capPath, '--cap'), '--cap') };
+    json = { ...(json as object), capability: strictJson(await readBytes(capPath, '--cap'), '--cap') };
   }
   const issues = allIssues(TrajectorySpecSchema(), json, 'spec');
   if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
@@ -150,9 +151,9 @@ function readSpec(specPath: string, capPath?: string): TrajectorySpec {
   return spec;
 }
 
-function readBytes(file: string | 0, flag: string): Uint8Array {
+async function readBytes(file: string | 0, flag: string): Promise<Uint8Array> {
   try {
-    return fs.readFileSync(file);
+    return file === 0 ? await readStdin() : fs.readFileSync(file);
   } catch (err) {
     throw new UsageError(`${flag}: cannot read ${file === 0 ? 'stdin' : file} (${(err as Error).message})`);
   }

@@ -2,10 +2,10 @@
  * What `settle lint`, `stats`, `breakeven` and `cost` do (declared in cli/workbench.ts): imported
  * only when one of them runs, with the linter, the tokenizer and Postgres.
  */
-import fs from 'node:fs';
 import type { Command } from 'commander';
 import { InputError } from '../core/errors';
 import { printable } from './terminal-text';
+import { readFileOrStdin } from './stdin';
 import { assertJsonDepth } from '../core/json-text';
 import { extractAll, extractDefinitions, formatFinding, hasErrors, lintDefinitions, MAX_LINT_DOCUMENT_DEPTH } from '../core/lint/index';
 import { breakEvenRate, constrainedDecodingPaysOff } from '../core/workbench/breakeven';
@@ -35,7 +35,7 @@ export async function lint(
       source = `MCP server ${JSON.stringify(opts.mcp)}`;
     } else {
       source = file === '-' ? 'stdin' : file!;
-      document = readJson(file!);
+      document = await readJson(file!);
     }
     // Depth before anything recursive runs: past the limit, exit 2 with one line (no crash, no false finding).
     const { definitions, skipped } = withSource(source, () => {
@@ -173,7 +173,7 @@ async function measureCatalog(file: string | undefined, turns: number, flag: str
     source = "settle's own catalog";
   } else {
     source = `${flag} ${file === '-' ? 'stdin' : file}`;
-    const document = readJson(file, flag);
+    const document = await readJson(file, flag);
     definitions = withSource(source, () => extractDefinitions(document));
   }
   const tools = definitions.map((d) => ({ name: d.name, tokens: countTokens(definitionText(d.published)) }));
@@ -208,11 +208,11 @@ function withSource<T>(source: string, fn: () => T): T {
   }
 }
 
-function readJson(file: string, flag = 'FILE'): unknown {
+async function readJson(file: string, flag = 'FILE'): Promise<unknown> {
   const label = file === '-' ? 'stdin' : `${flag} ${file}`;
   let text: string;
   try {
-    text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+    text = (await readFileOrStdin(file)).toString('utf8');
   } catch (err) {
     throw new InputError(label, `be a readable file (${(err as Error).message})`);
   }
