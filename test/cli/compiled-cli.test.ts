@@ -118,7 +118,7 @@ describe('an out-of-date compiled copy', () => {
     const text = fs.readFileSync(mainTs, 'utf8');
     fs.writeFileSync(
       mainTs,
-      text.replace(/\.description\('[^']*'\)\n  \.showHelpAfterError/, ".description('Together.')\n  .showHelpAfterError"),
+      text.replace(/\.description\('[^']*'\)\n {2}\.showHelpAfterError/, ".description('Together.')\n  .showHelpAfterError"),
     );
     const results = await Promise.all([1, 2, 3, 4].map(() => settle(['--help'])));
     for (const r of results) {
