@@ -1,58 +1,138 @@
 /**
- * CLI start-up: wall time of `settle key …` and `settle canonicalize` (bin/settle.js, tsx loader)
- * against a bare `node -e 0`, interleaved runs, min and median. `settle --help` loads every
- * command group, which every command did before commands were loaded per command: `settle key`
- * against it is the before/after of that change. Nothing is asserted.
+ * CLI start-up: wall time of `settle --help`, `settle key …`, `settle canonicalize` and, against a
+ * running server, `settle status ID`, interleaved runs, min and median, beside a bare `node -e 0`.
+ * Nothing is asserted.
+ *
+ * - checkout: `node bin/settle.js …`, as a user runs it from a checkout: the compiled copy in
+ *   .settle/build/, checked against the sources first (bin/checkout-build.js).
+ * - installed: the same compiled code started directly (`node .settle/build/cli/main.js`), as the
+ *   packed package's bin starts dist/cli/main.js: no freshness check.
+ * - sources through tsx: how every command started before (the "before").
+ * - status: a completed trajectory on the bench stack's server. Its floor is its round trips: the
+ *   same `SettleClient.connect` + `status` + `close` in this process (modules already loaded),
+ *   timed and its gRPC calls counted, is reported beside it.
  */
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { SettleClient, trajectoryStartOptions } from '../client/index';
+import type { BenchStack } from './support/bench-stack';
 import type { Figure } from './support/figures';
 import { median } from './support/stats';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const BIN = fileURLToPath(new URL('../bin/settle.js', import.meta.url));
+const BIN = path.join(ROOT, 'bin', 'settle.js');
+const INSTALLED = path.join(ROOT, '.settle', 'build', 'cli', 'main.js');
+const SOURCES = path.join(ROOT, 'cli', 'main.ts');
 
-const COMMANDS: { name: string; args: string[]; input?: string }[] = [
-  { name: 'node -e 0', args: ['-e', '0'] },
-  // The floor for any command: tsx's loader, no settle module.
-  { name: 'node --import tsx -e 0', args: ['--import', 'tsx', '-e', '0'] },
-  // Loads every command group, as every command did before per-command loading: the "before".
-  { name: 'settle --help (every command group)', args: [BIN, '--help'] },
-  {
-    name: 'settle key',
-    args: [
-      BIN,
-      'key',
-      '--trajectory',
-      't-1',
-      '--turn',
-      '0',
-      '--call-id',
-      'c1',
-      '--tool',
-      'file_edit',
-      '--args',
-      '{"path":"/ws/a.ts","old_str":"a","new_str":"b"}',
-    ],
-  },
-  { name: 'settle canonicalize', args: [BIN, 'canonicalize'], input: '{"b":1,"a":[2,{"d":3,"c":4}]}' },
-];
+const KEY_ARGS = ['key', '--trajectory', 't-1', '--turn', '0', '--call-id', 'c1', '--tool', 'file_edit'];
+const KEY_JSON = '{"path":"/ws/a.ts","old_str":"a","new_str":"b"}';
 
-function timeOnce(c: (typeof COMMANDS)[number]): number {
+interface Command {
+  name: string;
+  args: string[];
+  input?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Where `settle status` finds the server, and the trajectory it describes. */
+export interface StatusTarget {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  trajectoryId: string;
+}
+
+/** A completed one-call trajectory on the bench stack's settle worker: what `settle status` describes. */
+export async function statusTarget(b: BenchStack): Promise<StatusTarget> {
+  const trajectoryId = `bench-cli-status-${process.pid}`;
+  const workspace = path.join(b.workDir, 'ws', trajectoryId);
+  fs.mkdirSync(workspace, { recursive: true });
+  fs.writeFileSync(path.join(workspace, 'a.txt'), 'todo\n');
+  const turns = [{ turn: 0, calls: [{ call_id: 'c0', tool: 'file_view', args: { path: path.join(workspace, 'a.txt') } }] }];
+  const handle = await b.client.workflow.start(
+    'trajectoryWorkflow',
+    trajectoryStartOptions(b.settleQueue, trajectoryId, { workspace, turns }),
+  );
+  await handle.result();
+  return { address: b.stack.temporal.address, namespace: b.stack.temporal.namespace, taskQueue: b.settleQueue, trajectoryId };
+}
+
+function commands(status?: StatusTarget): Command[] {
+  const list: Command[] = [
+    { name: 'node -e 0', args: ['-e', '0'] },
+    { name: 'settle --help (checkout)', args: [BIN, '--help'] },
+    { name: 'settle key (checkout)', args: [BIN, ...KEY_ARGS, '--args', KEY_JSON] },
+    { name: 'settle canonicalize (checkout)', args: [BIN, 'canonicalize'], input: '{"b":1,"a":[2,{"d":3,"c":4}]}' },
+    { name: 'settle --help (installed)', args: [INSTALLED, '--help'] },
+    { name: 'settle key (installed)', args: [INSTALLED, ...KEY_ARGS, '--args', KEY_JSON] },
+    // The before: every command through tsx's loader.
+    { name: 'settle --help (sources through tsx)', args: ['--import', 'tsx', SOURCES, '--help'] },
+    { name: 'settle key (sources through tsx)', args: ['--import', 'tsx', SOURCES, ...KEY_ARGS, '--args', KEY_JSON] },
+  ];
+  if (status) {
+    const env = {
+      ...process.env,
+      TEMPORAL_ADDRESS: status.address,
+      TEMPORAL_NAMESPACE: status.namespace,
+      TEMPORAL_TASK_QUEUE: status.taskQueue,
+    };
+    list.push({ name: 'settle status (checkout)', args: [BIN, 'status', status.trajectoryId], env });
+  }
+  return list;
+}
+
+function timeOnce(c: Command): number {
   const start = performance.now();
-  const r = spawnSync(process.execPath, c.args, { cwd: ROOT, input: c.input ?? '', encoding: 'utf8' });
+  const r = spawnSync(process.execPath, c.args, { cwd: ROOT, input: c.input ?? '', encoding: 'utf8', env: c.env ?? process.env });
   const ms = performance.now() - start;
   if (r.status !== 0) throw new Error(`${c.name} exited ${r.status}: ${r.stderr}`);
+  // A fallback to tsx would measure the wrong thing.
+  if (r.stderr.includes('running the TypeScript sources through tsx')) throw new Error(`${c.name}: ${r.stderr}`);
   return ms;
 }
 
-export function benchCliStartup(runs = 7): Figure[] {
-  const times = new Map<string, number[]>(COMMANDS.map((c) => [c.name, []]));
-  for (const c of COMMANDS) timeOnce(c); // warm the file cache
-  for (let i = 0; i < runs; i++) for (const c of COMMANDS) times.get(c.name)!.push(timeOnce(c));
+/** What `settle status` costs apart from start-up: connect, status, close in this process, and its gRPC calls. */
+async function statusRoundTrips(target: StatusTarget): Promise<{ ms: number; calls: number }> {
+  let calls = 0;
+  const counting: Interceptor = (options, next) => {
+    calls++;
+    return new InterceptingCall(next(options));
+  };
+  const start = performance.now();
+  const connection = await Connection.connect({
+    address: target.address,
+    interceptors: [counting, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())],
+  });
+  const client = new SettleClient(new Client({ connection, namespace: target.namespace }), target.taskQueue);
+  const report = await client.status(target.trajectoryId);
+  await client.close();
+  const ms = performance.now() - start;
+  if (report.runStatus !== 'COMPLETED') throw new Error(`status bench: ${target.trajectoryId} is ${report.runStatus}`);
+  return { ms, calls };
+}
+
+export async function benchCliStartup(options: { runs?: number; status?: StatusTarget } = {}): Promise<Figure[]> {
+  const runs = options.runs ?? 9;
+  const list = commands(options.status);
+  const times = new Map<string, number[]>(list.map((c) => [c.name, []]));
+  const roundTrips: number[] = [];
+  let calls = 0;
+  for (const c of list) timeOnce(c); // warm the file cache; the first brings the compiled copy up to date
+  for (let i = 0; i < runs; i++) {
+    for (const c of list) times.get(c.name)!.push(timeOnce(c));
+    if (options.status) {
+      const r = await statusRoundTrips(options.status);
+      roundTrips.push(r.ms);
+      calls = r.calls;
+    }
+  }
   const base = times.get('node -e 0')!;
   const figures: Figure[] = [];
-  for (const c of COMMANDS) {
+  for (const c of list) {
     const t = times.get(c.name)!;
     figures.push({
       group: 'cli',
@@ -72,9 +152,25 @@ export function benchCliStartup(runs = 7): Figure[] {
       });
     }
   }
+  if (options.status) {
+    const status = times.get('settle status (checkout)')!;
+    figures.push({
+      group: 'cli',
+      figure: 'settle status: its round trips alone (connect + status + close in-process, median)',
+      value: Math.round(median(roundTrips)),
+      unit: 'ms',
+      detail: { grpcCalls: calls, min: Math.round(Math.min(...roundTrips)), runs },
+    });
+    figures.push({
+      group: 'cli',
+      figure: 'settle status - its round trips - node -e 0 (median): start-up beyond node',
+      value: Math.round(median(status) - median(roundTrips) - median(base)),
+      unit: 'ms',
+    });
+  }
   return figures;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  for (const f of benchCliStartup()) console.log(`${f.figure.padEnd(48)} ${String(f.value).padStart(8)} ${f.unit}`);
+  for (const f of await benchCliStartup()) console.log(`${f.figure.padEnd(64)} ${String(f.value).padStart(8)} ${f.unit}`);
 }

@@ -3,7 +3,7 @@
  * capability checks, CLI start-up, end to end (settle vs a plain Temporal baseline) and scale.
  * Prints a table and writes bench/results.json. Nothing here is a test: no figure is asserted.
  *
- *   BENCH_ONLY=store,keys,capability,cli,activity,e2e,scale   run a subset
+ *   BENCH_ONLY=store,keys,capability,cli,activity,e2e,scale   run a subset (written to bench/results-<subset>.json)
  *   BENCH_ACTIVITY_CALLS (default 400: calls per side of the activity-body comparison)
  *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8),
  *   BENCH_E2E_PAIRS (default 60: sets of one trajectory per side, settle / plain / recorded)
@@ -20,7 +20,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { benchKeys, benchStore, formatFigure } from './settle.bench';
 import { benchCapability } from './capability.bench';
-import { benchCliStartup } from './cli-startup.bench';
+import { benchCliStartup, statusTarget } from './cli-startup.bench';
 import { benchActivityBody } from './activity-body.bench';
 import { DEFERRED_TIMERS_MS, endToEnd, scale, type ScaleRow } from './e2e';
 import { extraPostgresFlags, startBenchStack } from './support/bench-stack';
@@ -28,8 +28,11 @@ import type { Figure } from './support/figures';
 import { cpuModel } from './support/proc';
 import { writeScalePlot } from './support/plot';
 
-const RESULTS = fileURLToPath(new URL('./results.json', import.meta.url));
-const only = new Set((process.env.BENCH_ONLY ?? 'store,keys,capability,cli,activity,e2e,scale').split(','));
+const ALL = 'store,keys,capability,cli,activity,e2e,scale';
+const only = new Set((process.env.BENCH_ONLY ?? ALL).split(','));
+// A subset's run goes to a file of its own (bench/results-cli.json): results.json stays one full run.
+const subset = [...only].sort().join(',') === ALL.split(',').sort().join(',') ? null : [...only].sort().join('-');
+const RESULTS = fileURLToPath(new URL(subset ? `./results-${subset}.json` : './results.json', import.meta.url));
 const log = (line: string) => console.error(line);
 
 async function main(): Promise<void> {
@@ -45,7 +48,7 @@ async function main(): Promise<void> {
     if (only.has('store')) report(await benchStore(b.stack.databaseUrl));
     if (only.has('keys')) report(benchKeys());
     if (only.has('capability')) report(await benchCapability());
-    if (only.has('cli')) report(benchCliStartup());
+    if (only.has('cli')) report(await benchCliStartup({ status: await statusTarget(b) }));
     if (only.has('activity')) report(await benchActivityBody(b.stack.databaseUrl, { log }));
     if (only.has('e2e')) {
       report(

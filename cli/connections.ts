@@ -3,8 +3,7 @@
  * envconfig profile or TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*;
  * see client/connection.ts); else the settings of a running `settle dev`.
  */
-import { EndpointStore } from '../activities/store/endpoint-store';
-import { openDatabase, redactUrl } from '../activities/store/database';
+import type { EndpointStore } from '../activities/store/endpoint-store';
 import { SettleClient } from '../client/index';
 import { loadTemporalTarget } from '../client/connection';
 import { readDevSettings } from './dev-settings';
@@ -26,6 +25,9 @@ export function databaseUrl(why?: string): string {
 
 export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, options: { why?: string } = {}): Promise<T> {
   const url = databaseUrl(options.why);
+  // Kysely and pg only for commands that open the database: `settle status` of an answering trajectory does not.
+  const { EndpointStore } = await import('../activities/store/endpoint-store');
+  const { openDatabase, redactUrl } = await import('../activities/store/database');
   const db = openDatabase(url, { max: 1 });
   try {
     return await fn(new EndpointStore(db));

@@ -12,9 +12,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { InputError } from '../../core/errors';
 import { OPERATOR_NAME_PATTERN, OPERATOR_NAME_RULE } from '../../core/operator-credential';
+import { OPERATOR_KEY_VARIABLE, OPERATOR_KEYS_VARIABLE } from './key-variables';
 
-export const OPERATOR_KEYS_VARIABLE = 'SETTLE_OPERATOR_KEYS';
-export const OPERATOR_KEY_VARIABLE = 'SETTLE_OPERATOR_KEY';
+export { OPERATOR_KEY_VARIABLE, OPERATOR_KEYS_VARIABLE } from './key-variables';
 
 /** The public keys a worker verifies operator credentials with, by operator name. */
 export interface OperatorKeys {

@@ -12,9 +12,9 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { canonicalJsonOfValidated } from '../jcs';
 import { lazy } from '../lazy';
+import { RIGHTS } from './rights';
 
-export const RIGHTS = ['read', 'write', 'exec', 'connect'] as const;
-export type Right = (typeof RIGHTS)[number];
+export { RIGHTS, type Right } from './rights';
 
 // The schemas are built on first use and kept in closures (core/lazy.ts): this module is preloaded
 // into the workflow sandbox's shared module cache, which is deep-frozen, and a zod schema must

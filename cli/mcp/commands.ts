@@ -1,0 +1,52 @@
+/**
+ * The `settle mcp` commands as the CLI declares them: options only; what serving takes (the MCP
+ * SDK, a worker, a client) is imported when the command runs (cli/main.ts says why).
+ */
+import type { Command } from 'commander';
+import { InputError } from '../../core/errors';
+import { UsageError } from '../usage-error';
+
+export interface ServeOptions {
+  upstream?: string;
+  registry?: string;
+  name?: string;
+  trajectory?: string;
+  taskQueue?: string;
+  capability?: string;
+  ungated?: boolean;
+  env: string[];
+  http?: string;
+  workspace?: string;
+}
+
+export function registerMcpCommands(program: Command): void {
+  const mcp = program.command('mcp').description('The MCP gateway: settle in front of an MCP server (docs/mcp.md).');
+  mcp
+    .command('serve')
+    .description("Serve an upstream MCP server's tools over MCP, every call settled in the session's trajectory.")
+    .option('--upstream <command>', 'the upstream MCP server to start over stdio, e.g. "npx @modelcontextprotocol/server-memory"')
+    .option('--registry <file>', "the operator's registry: the server's name, each tool's level and probe (JSON; docs/mcp.md)")
+    .option('--name <server>', 'without --registry: the name capabilities grant the server by (mcp:<name>/<tool>)')
+    .option('--trajectory <id>', "the session's trajectory (workflow id); default: the capability's audience, else a new id")
+    .option('--task-queue <queue>', "the gateway worker's task queue (default: settle-mcp-<server>)")
+    .option('--capability <file>', 'the capability every call is checked against (keys from SETTLE_CAP_KEYS)')
+    .option('--ungated', 'serve without a capability: every listed tool is callable (the operator says so)')
+    .option(
+      '--env <name>',
+      'pass this environment variable to the upstream (repeatable); it gets only these and HOME, LOGNAME, PATH, SHELL, TERM, USER',
+      (v: string, all: string[]) => [...all, v],
+      [],
+    )
+    .option('--http <port>', 'serve streamable HTTP on 127.0.0.1:<port> (path /mcp) instead of stdio')
+    .option('--workspace <dir>', "without --upstream: serve settle's own tool catalog on this workspace (not built yet)")
+    .action(async (opts: ServeOptions) => {
+      const { serve } = await import('./serve');
+      try {
+        await serve(opts);
+      } catch (err) {
+        // Bad flags, registry or capability file: a usage error (exit 2) naming the field and the rule.
+        if (err instanceof InputError) throw new UsageError(err.message);
+        throw err;
+      }
+    });
+}

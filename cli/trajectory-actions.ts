@@ -1,0 +1,253 @@
+/**
+ * What `settle start`, `status`, `approve` and `resolve` do (declared in cli/trajectory-commands.ts):
+ * imported only when one of them runs, with Temporal's client, Postgres and the spec schemas.
+ */
+import fs from 'node:fs';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { InputError } from '../core/errors';
+import { CATALOG } from '../core/tools/catalog';
+import { parseIJson } from '../core/json-text';
+import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
+import { allIssues } from '../core/validation';
+import { reportOutcomeText } from '../core/outcome-label';
+import { deadlineExceeded, type TrajectoryStatusReport } from '../client/index';
+import type { EndpointRecord } from '../activities/store/endpoint-store';
+import { approveCall, resolveCall, verdictOf } from './resolve-call';
+import { operatorSigner, verifyingKeys } from './operator-key';
+import { databaseConfigured, withClient, withStore } from './connections';
+import { fullKey, keyArgument, uniqueKey } from './key-prefix';
+import { formatTable } from './table';
+import { readStdin } from './stdin';
+import { UsageError } from './usage-error';
+import { printable, printableLines } from './terminal-text';
+
+export async function startTrajectory(specPath: string, opts: { cap?: string; summary?: string }): Promise<void> {
+  const spec = await readSpec(specPath, opts.cap);
+  if (opts.summary !== undefined && !opts.summary.trim()) throw new UsageError('--summary: must be a non-empty text');
+  await withClient(async (client) => {
+    const { trajectoryId, ...input } = spec;
+    const earlier = await client
+      .handle(trajectoryId)
+      .describe()
+      .catch(() => null);
+    if (earlier?.status.name === 'RUNNING') throw duplicateId(trajectoryId);
+    await client.start(trajectoryId, input, opts.summary !== undefined ? { summary: opts.summary } : {}).catch((err: Error) => {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw duplicateId(trajectoryId);
+      throw err;
+    });
+    console.log(`started ${printable(trajectoryId)}`);
+    if (earlier) {
+      // Keys derive from (trajectory id, turn, call): the same calls find their records.
+      console.error(
+        `note: ${printable(trajectoryId)} ran before (${earlier.status.name}): its calls keep their keys, ` +
+          'so a call that matches a recorded one replays its recorded result instead of running again',
+      );
+    }
+  });
+}
+
+export async function trajectoryStatus(id: string, opts: { json: boolean }): Promise<void> {
+  await withClient(async (client) => {
+    const status = await client.status(id).catch((err: Error) => {
+      if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
+      throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
+    });
+    // No worker, or no answer: the records are what is known (the workflow cannot be asked).
+    const records = status.unanswered || (!status.workerPolling && status.runStatus !== 'COMPLETED') ? await recordsOf(id) : null;
+    if (opts.json) {
+      console.log(JSON.stringify({ ...status, ...(records ? { records: records.rows ?? null } : {}) }, null, 2));
+    } else {
+      printStatus(status, records);
+    }
+    // A status without the trajectory's own answer is not a success.
+    if (status.unanswered) process.exitCode = 1;
+  });
+}
+
+export async function approve(id: string, keyArg: string, opts: { approver?: string; reason: string; deny: boolean }): Promise<void> {
+  keyArgument(keyArg);
+  if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
+  const signer = operatorSigner();
+  sameOperator('--approver', opts.approver, signer.operator);
+  await withClient(async (client) => {
+    // The call may have no record yet (A3 waits before its claim): its trajectory knows its keys.
+    const key = keyArg.length === 64 ? keyArg : uniqueKey(keyArg, await client.callKeys(id).catch(rejected), `call of ${id}`);
+    await approveCall(client, { trajectoryId: id, key, decision: opts.deny ? 'deny' : 'approve', reason: opts.reason }, signer).catch(
+      rejected,
+    );
+    console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${signer.operator}`);
+  });
+}
+
+export async function resolve(keyArg: string, opts: { as: string; operator?: string; reason: string; generation?: string }): Promise<void> {
+  keyArgument(keyArg);
+  const generation = opts.generation === undefined ? undefined : Number(opts.generation);
+  if (generation !== undefined && !(/^[1-9][0-9]*$/.test(opts.generation!) && Number.isSafeInteger(generation))) {
+    throw new UsageError(`--generation: must be an integer ≥ 1 (got ${JSON.stringify(opts.generation)})`);
+  }
+  const verdict = verdictOf(opts.as);
+  if (!verdict) throw new UsageError(`--as: must be applied, not-applied or partial (got ${JSON.stringify(opts.as)})`);
+  if (!opts.reason.trim()) throw new UsageError('--reason: must be a non-empty explanation');
+  const signer = operatorSigner();
+  sameOperator('--operator', opts.operator, signer.operator);
+  const key = await withStore((store) => fullKey(store, keyArg));
+  const request = {
+    key,
+    verdict,
+    reason: opts.reason,
+    ...(generation !== undefined ? { generation } : {}),
+  } as const;
+  const authority = { signer, keys: verifyingKeys(signer) };
+  const resolution = await withStore((store) => withClient((client) => resolveCall(client, store, request, authority).catch(rejected)));
+  if (resolution.path === 'none') {
+    throw new UsageError(
+      resolution.state === 'UNSEEN'
+        ? `KEY: no endpoint record for ${key}`
+        : resolution.state === 'IN_DOUBT'
+          ? `--generation: the record is IN_DOUBT at generation ${resolution.generation}, not the generation ${generation ?? 'read when resolve started'} examined; look again (settle show KEY)`
+          : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
+    );
+  }
+  const settled = `${key.slice(0, 16)}… in ${printable(resolution.trajectoryId)}: ${resolution.state} (settled by operator:${resolution.operator})`;
+  console.log(
+    resolution.path === 'update'
+      ? `${settled} via the settleCall update of the waiting trajectory`
+      : `${settled} directly on the record: ${resolution.why}; generation ${resolution.generation}`,
+  );
+}
+
+function duplicateId(trajectoryId: string): UsageError {
+  return new UsageError(
+    `trajectoryId: ${JSON.stringify(trajectoryId)} is already running; choose another id, or watch it (settle status ${trajectoryId})`,
+  );
+}
+
+/** Scripted calls must name a tool of the catalog (compiled into the CLI and the worker alike): refused now, not at run time. */
+function checkScriptedTools(spec: TrajectorySpec): void {
+  spec.turns?.forEach((turn, t) =>
+    turn.calls.forEach((call, c) => {
+      if (!Object.hasOwn(CATALOG, call.tool)) {
+        throw new UsageError(
+          `spec.turns[${t}].calls[${c}].tool must name a tool of the catalog (${Object.keys(CATALOG).join(', ')}); got ${JSON.stringify(call.tool)}`,
+        );
+      }
+    }),
+  );
+}
+
+async function readSpec(specPath: string, capPath?: string): Promise<TrajectorySpec> {
+  // Bytes through the strict I-JSON parser: the spec's scripted args become keys, so invalid
+  // UTF-8, repeated members, rounded numbers and absurd nesting are refused here (exit 2).
+  let json: unknown = strictJson(await readBytes(specPath === '-' ? 0 : specPath, 'SPEC'), 'spec');
+  if (capPath !== undefined) {
+    if (json && typeof json === 'object' && 'capability' in json)
+      throw new UsageError('--cap: must not be given when the spec has a "capability" already');
+    json = { ...(json as object), capability: strictJson(await readBytes(capPath, '--cap'), '--cap') };
+  }
+  const issues = allIssues(TrajectorySpecSchema(), json, 'spec');
+  if (issues.length) throw new UsageError(`${issues[0]!.field} must ${issues[0]!.rule}`);
+  const spec = TrajectorySpecSchema().parse(json);
+  checkScriptedTools(spec);
+  return spec;
+}
+
+async function readBytes(file: string | 0, flag: string): Promise<Uint8Array> {
+  try {
+    return file === 0 ? await readStdin() : fs.readFileSync(file);
+  } catch (err) {
+    throw new UsageError(`${flag}: cannot read ${file === 0 ? 'stdin' : file} (${(err as Error).message})`);
+  }
+}
+
+function strictJson(bytes: Uint8Array, field: string): unknown {
+  try {
+    return parseIJson(bytes, { field });
+  } catch (err) {
+    if (err instanceof InputError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/**
+ * A rejected update (its validator, or the worker's check of the operator credential) is bad
+ * input: show the innermost reason (below "activity failed") as one line.
+ */
+function rejected(err: unknown): never {
+  let reason = (err as Error).message;
+  for (let e = (err as { cause?: unknown }).cause; e instanceof Error; e = (e as { cause?: unknown }).cause) reason = e.message;
+  throw new UsageError(reason);
+}
+
+/** `--operator`/`--approver` are optional: the key names the operator, and a different name is refused. */
+function sameOperator(flag: string, given: string | undefined, operator: string): void {
+  if (given !== undefined && given !== operator) {
+    throw new UsageError(`${flag}: must be the operator your key names (${operator}), or be left out`);
+  }
+}
+
+/** The endpoint records of a trajectory, or why they cannot be read. */
+async function recordsOf(id: string): Promise<{ rows: EndpointRecord[] | null; note: string | null }> {
+  if (!databaseConfigured()) return { rows: null, note: 'DATABASE_URL is not set, so the endpoint records cannot be shown either' };
+  try {
+    return { rows: await withStore((store) => store.list({ trajectoryId: id })), note: null };
+  } catch (err) {
+    return { rows: null, note: `the endpoint records could not be read (${(err as Error).message})` };
+  }
+}
+
+function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRecord[] | null; note: string | null } | null): void {
+  console.log(
+    `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
+  );
+  if (status.summary) console.log(`summary: ${printable(status.summary)}`);
+  if (status.subAgents.length) {
+    console.log(
+      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${a.runStatus} · ${printable(a.status ?? '-')})`).join(', ')}`,
+    );
+  }
+  if (records) {
+    console.log(
+      status.unanswered
+        ? `${status.unanswered}. What its endpoint records say:`
+        : `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
+            '(start one: npm run worker, or settle dev). What its endpoint records say:',
+    );
+    if (records.note) console.log(records.note);
+    else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
+    else {
+      console.log(
+        formatTable(
+          ['turn', 'call', 'tool', 'key', 'state', 'gen', 'updated'],
+          records.rows!.map((r) => [
+            String(r.turn),
+            r.callId,
+            r.tool,
+            r.key.slice(0, 16),
+            r.state,
+            String(r.generation),
+            r.updatedAt.toISOString(),
+          ]),
+        ),
+      );
+    }
+    return;
+  }
+  if (status.waitingFor) console.log(`waiting for: ${printableLines(status.waitingFor)}`);
+  console.log(
+    formatTable(
+      ['turn', 'call', 'tool', 'level', 'key', 'state', 'resolution', 'outcome', 'attempts', 'probes'],
+      status.calls.map((c) => [
+        String(c.turn),
+        c.callId,
+        c.tool,
+        String(c.level ?? '-'),
+        c.key?.slice(0, 16) ?? '-',
+        c.state,
+        c.resolution,
+        reportOutcomeText(c),
+        String(c.attempts),
+        String(c.probes ?? 0),
+      ]),
+    ),
+  );
+}
