@@ -82,6 +82,11 @@ export class ToolRegistry {
     return this.tools.get(name);
   }
 
+  /** Every tool name this worker runs (built-ins and team tools). */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
   /* eslint-disable-next-line @typescript-eslint/no-explicit-any -- a heterogeneous registry */
   settled(name: string): SettledTool<any, any, Observation> | undefined {
     const tool = this.tools.get(name);
