@@ -371,7 +371,6 @@ async function approvalFor(
     turn: report.turn,
     callId: report.callId,
     key,
-    generation: null,
     tool: call.tool,
     deadline: new Date(since + timeoutMs).toISOString(),
   });
