@@ -40,7 +40,7 @@ class Family {
 }
 
 /**
- * What each metric means (and which to alert on) is in docs/operating.md#metrics; the example alert
+ * What each metric means (and which to alert on) is in docs/operating.md (Metrics); the example alert
  * rules are ops/prometheus/settle-alerts.yml. Counters count what this process saw. Gauges read
  * from Postgres and Temporal visibility describe the whole installation: only the process that
  * holds the exporter lock (workers/gauge-exporter.ts) reports them, so they are never summed twice.
