@@ -24,6 +24,7 @@ import type { AnyTeamTool, ToolCompensation } from './tools/team-tool';
 import type { ChildRequest } from '../core/capability/rules';
 import { probeRecord, runSettled } from './settled/run-settled';
 import { emitCallEvent } from './observability/events';
+import { registerToolNames } from './observability/tool-names';
 import { settleByOperator, type OperatorSettlement } from './settled/operator-settlement';
 import type { OperatorKeys } from './operator/operator-keys';
 import { verifyCredential } from './operator/operator-credentials';
@@ -138,6 +139,8 @@ export function createActivities({
   operatorKeys = null,
   registry = ToolRegistry.builtIn(),
 }: ActivityDeps) {
+  // Metrics label calls of these tools by name; every other name is `other` (bounded series).
+  registerToolNames(registry.names());
   const settledCall = (toolName: string, rawArgs: unknown) => checkedCall(registry, toolName, rawArgs, 'settled');
   const callStats = new CallStats(store.db);
   const budgets = new BudgetStore(store.db);
@@ -255,7 +258,17 @@ export function createActivities({
       await callStats.recordProposedCall(call);
       if (call.issue) {
         const { trajectoryId, turn, callId, tool } = call;
-        emitCallEvent({ event: 'malformed_call', trajectoryId, turn, callId, tool, field: call.issue.field, rule: call.issue.rule });
+        emitCallEvent({
+          event: 'malformed_call',
+          trajectoryId,
+          turn,
+          callId,
+          tool,
+          key: null,
+          generation: null,
+          field: call.issue.field,
+          rule: call.issue.rule,
+        });
       }
     },
 
@@ -284,19 +297,20 @@ export function createActivities({
       const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
+        // A refusal says nothing about what an earlier attempt of this call did: when the key has
+        // a record (an attempt on another worker claimed it, then died), report its state, so the
+        // workflow waits for a record in doubt to be settled instead of calling the call denied.
+        const record = await store.get(key);
         emitCallEvent({
           event: 'capability_denied',
           trajectoryId,
           turn: input.turn,
           callId: input.callId,
           key,
+          generation: record?.generation ?? null,
           tool: input.tool,
           ...access.denied,
         });
-        // A refusal says nothing about what an earlier attempt of this call did: when the key has
-        // a record (an attempt on another worker claimed it, then died), report its state, so the
-        // workflow waits for a record in doubt to be settled instead of calling the call denied.
-        const record = await store.get(key);
         return {
           outcome: 'denied',
           kind: 'denied',
@@ -374,6 +388,8 @@ export function createActivities({
           turn: input.proposal?.turn ?? -1,
           callId: input.proposal?.callId ?? '',
           key: input.key ?? null,
+          // A read-only (A0) call has no endpoint record.
+          generation: null,
           tool: input.tool,
           ...access.denied,
         });
@@ -466,6 +482,7 @@ export function createActivities({
       if (input.approver !== approver) {
         refusedAuthority(new InputError('approver', `be the operator the credential proves (${approver})`));
       }
+      emitCallEvent({ event: 'approval_decided', trajectoryId, key: input.key, generation: null, decision: input.decision, approver });
       return { approver };
     },
   };

@@ -1,4 +1,9 @@
-/** `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. */
+/**
+ * `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. With
+ * `--workers N` the workers are N processes of their own (a kill drill is `kill -9 PID`), ended
+ * with `settle dev` however it ends (stack/worker-processes.ts); without it, one worker runs
+ * inside this process.
+ */
 import { startStack } from '../stack/index';
 import { loadTemporalTarget } from '../client/connection';
 import { startObservability } from '../workers/observability';
@@ -9,23 +14,54 @@ import { SettleClient } from '../client/index';
 import { startConsole } from './console/server';
 import { DEV_SETTINGS_FILE, removeDevSettings, writeDevSettings } from './dev-settings';
 import { devOperatorKey, devOperatorKeys } from './operator-key';
+import { startWorkerProcesses, type WorkerProcesses } from '../stack/worker-processes';
+import { OPERATOR_KEYS_VARIABLE, publicEntry, type OperatorSigner } from '../activities/operator/operator-keys';
+import { jsonLine } from '../activities/observability/log';
+import fs from 'node:fs';
 
-export async function runDev(log: (line: string) => void): Promise<number> {
+export interface DevOptions {
+  /** Run this many workers as separate processes instead of one inside this process. */
+  workers?: number;
+}
+
+export async function runDev(log: (line: string) => void, options: DevOptions = {}): Promise<number> {
   const stack = await startStack({ log, persistent: true });
+  let processes: WorkerProcesses | null = null;
   try {
-    // Before the worker's connection: Temporal's runtime (and its metrics exporter) is installed once per process.
-    const observability = await startObservability({
-      databaseUrl: stack.databaseUrl,
-      target: loadTemporalTarget({ address: stack.temporal.address, namespace: stack.temporal.namespace }),
-      level: 'WARN',
-    });
-    // The development operator key: its public half for the worker, the file for the CLI (dev settings).
+    // The development operator key: its public half for the workers, the file for the CLI (dev settings).
     const operatorKey = devOperatorKey();
-    const worker = await createSettleWorker({
-      temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
-      databaseUrl: stack.databaseUrl,
-      operatorKeys: devOperatorKeys(operatorKey.signer),
-    });
+    // Before the worker's connection: Temporal's runtime (and its metrics exporter) is installed once per process.
+    const observability =
+      options.workers === undefined
+        ? await startObservability({
+            databaseUrl: stack.databaseUrl,
+            target: loadTemporalTarget({ address: stack.temporal.address, namespace: stack.temporal.namespace }),
+            level: 'WARN',
+          })
+        : null;
+    const worker =
+      options.workers === undefined
+        ? await createSettleWorker({
+            temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
+            databaseUrl: stack.databaseUrl,
+            operatorKeys: devOperatorKeys(operatorKey.signer),
+          })
+        : null;
+    if (options.workers !== undefined) {
+      processes = startWorkerProcesses(
+        options.workers,
+        {
+          TEMPORAL_ADDRESS: stack.temporal.address,
+          TEMPORAL_NAMESPACE: stack.temporal.namespace,
+          TEMPORAL_TASK_QUEUE: DEFAULT_TASK_QUEUE,
+          DATABASE_URL: stack.databaseUrl,
+          [OPERATOR_KEYS_VARIABLE]: workerOperatorKeys(operatorKey.signer),
+          // One port each: the workers print theirs on their `polling` line.
+          ...(process.env.SETTLE_METRICS_PORT ? { SETTLE_METRICS_PORT: '0' } : {}),
+        },
+        (pid, how) => console.log(jsonLine('warn', `settle dev: worker ${pid} ended (${how}); the others keep polling`, { pid })),
+      );
+    }
     const settings = {
       temporalAddress: stack.temporal.address,
       namespace: stack.temporal.namespace,
@@ -62,21 +98,42 @@ export async function runDev(log: (line: string) => void): Promise<number> {
         `  DATABASE_URL         ${redactUrl(settings.databaseUrl)} (with its password in ${DEV_SETTINGS_FILE}, which the CLI reads)`,
         `  operator key         ${operatorKey.file} (operator ${operatorKey.signer.operator}: settle resolve/approve sign with it)`,
         `  console              ${inbox.url} (calls that need a person; the URL carries its access token)`,
-        `  metrics              ${observability.metricsUrl ?? '(set SETTLE_METRICS_PORT to serve /metrics)'}`,
+        processes
+          ? `  workers              ${processes.pids.length} processes, pids ${processes.pids.join(' ')} (a kill drill: kill -9 PID; they end with settle dev)`
+          : `  worker               in this process (settle dev --workers N runs N worker processes)`,
+        processes
+          ? `  metrics              ${process.env.SETTLE_METRICS_PORT ? "each worker's own port, on its polling line" : '(set SETTLE_METRICS_PORT to serve /metrics)'}`
+          : `  metrics              ${observability?.metricsUrl ?? '(set SETTLE_METRICS_PORT to serve /metrics)'}`,
         `  dynamic config       ${Object.entries(stack.temporal.dynamicConfig)
           .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
           .join(' ')}`,
       ].join('\n'),
     );
-    // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.
-    await worker.run();
+    if (worker) {
+      // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.
+      await worker.run();
+    } else {
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
+      await processes?.stop();
+    }
     await inbox.close();
     await consoleClient.close();
     await consoleDb.destroy();
-    await observability.close();
+    await observability?.close();
     return 0;
   } finally {
+    await processes?.stop(5_000);
     removeDevSettings();
     await stack.stop();
   }
+}
+
+/** SETTLE_OPERATOR_KEYS for the worker processes: the operator's own (if set) plus the dev key's public half. */
+function workerOperatorKeys(signer: OperatorSigner): string {
+  const own = process.env[OPERATOR_KEYS_VARIABLE]?.trim();
+  const text = own?.startsWith('@') ? fs.readFileSync(own.slice(1), 'utf8').trim() : own;
+  return [text, publicEntry(signer)].filter(Boolean).join(',');
 }

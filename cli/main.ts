@@ -50,9 +50,14 @@ program
 program
   .command('dev')
   .description('Start Temporal (with Web UI), Postgres and a worker; stay up until Ctrl-C.')
-  .action(async () => {
+  .option(
+    '--workers <n>',
+    'run N workers as separate processes (1 to 16), each ending with settle dev; default: one inside this process',
+    parsePositiveInt('--workers', 16),
+  )
+  .action(async (opts: { workers?: number }) => {
     const { runDev } = await import('./dev');
-    process.exitCode = await runDev((l) => console.error(l));
+    process.exitCode = await runDev((l) => console.error(l), opts.workers === undefined ? {} : { workers: opts.workers });
   });
 
 program

@@ -9,6 +9,14 @@
  * target, since when, and the deadline.
  */
 
+/**
+ * How a command shown to an operator calls settle: `npx settle` runs the `settle` bin of the
+ * project where settle is installed (a consumer's, or this repository after `npm ci`), with no
+ * global install or PATH change — the way every doc calls it. A bare `settle` pasted into a
+ * shell without it on PATH answers "command not found".
+ */
+export const SETTLE_COMMAND = 'npx settle';
+
 export interface WaitDetails {
   /** What waits, e.g. "waiting for an operator". */
   headline: string;
@@ -60,4 +68,13 @@ function utc(ms: number): string {
     .toISOString()
     .replace('T', ' ')
     .replace(/\.\d+Z$/, ' UTC');
+}
+
+/** What waits and since when, read back from a summary line waitDetails wrote (null: not one). */
+export function parseWaitSummary(details: string): { headline: string; sinceMs: number } | null {
+  const first = details.split('\n')[0] ?? '';
+  const match = /^\*\*(.+?)\*\* · .* · since (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) UTC · /.exec(first);
+  if (!match) return null;
+  const sinceMs = Date.parse(`${match[2]}T${match[3]}Z`);
+  return Number.isFinite(sinceMs) ? { headline: match[1]!, sinceMs } : null;
 }

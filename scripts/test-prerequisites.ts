@@ -6,6 +6,7 @@
  *
  *   bubblewrap  the shell tool's sandbox (test/tools, test/chaos, test/e2e)
  *   chromium    the Web UI test (test/ui; SETTLE_CHROMIUM names another binary)
+ *   prometheus  promtool, for the alert rules' unit tests (test/ops; SETTLE_PROMTOOL names another binary)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,6 +32,10 @@ function onPath(program: string): boolean {
 const PREREQUISITES: Prerequisite[] = [
   { pkg: 'bubblewrap', present: () => (process.env.SETTLE_BWRAP ? fs.existsSync(process.env.SETTLE_BWRAP) : onPath('bwrap')) },
   { pkg: 'chromium', present: () => fs.existsSync(process.env.SETTLE_CHROMIUM ?? '/usr/bin/chromium') },
+  {
+    pkg: 'prometheus',
+    present: () => (process.env.SETTLE_PROMTOOL ? fs.existsSync(process.env.SETTLE_PROMTOOL) : onPath('promtool')),
+  },
 ];
 
 function installer(): string[] | null {

@@ -75,21 +75,21 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
   const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();
   const policy = options.policy ?? loadWorkerPolicy(process.env);
+  const warn = options.warn ?? ((line: string) => console.warn(line));
   if (keyRing && policy.allowNoCapability) {
-    (options.warn ?? ((line: string) => console.warn(line)))(
+    warn(
       `settle worker: WARNING: ${ALLOW_NO_CAPABILITY_VARIABLE}=1 — trajectories without a capability run UNCHECKED on this worker ` +
         '(any path in their workspace, any command). Development only; unset it in production.',
     );
   }
   // Per-call cgroups, or a loud warning (stderr, once per process) that calls are bounded per process only.
-  cgroupSupport();
+  cgroupSupport(warn);
   const tracing = options.tracing !== undefined ? options.tracing : tracingFromEnv('settle');
   const db = openDatabase(options.databaseUrl);
   // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
   registerWorkerServiceUrl(options.databaseUrl, 5432);
   registerWorkerServiceUrl(`temporal://${target.connectionOptions.address}`, 7233);
   const store = new EndpointStore(db);
-  const warn = options.warn ?? ((line: string) => console.warn(line));
   const sweeper = new LeaseSweeper(store, {
     ...options.leaseSweeper,
     identity,

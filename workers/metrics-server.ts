@@ -9,8 +9,10 @@
  *                        another host, which then reaches it unauthenticated)
  *
  * The endpoint has no authentication: it listens on loopback unless the operator widens it, and
- * its database-wide gauges (records by state, trajectories awaiting approval) come from a cache
- * refreshed at most once per GAUGE_MAX_AGE_MS, whatever the scrape rate.
+ * the installation's gauges (records by state, the oldest IN_DOUBT record, the oldest waits for
+ * an approval and for an operator) come from a cache refreshed at most once per GAUGE_MAX_AGE_MS,
+ * whatever the scrape rate — and only from the one process that holds the exporter lock
+ * (gauge-exporter.ts); the others serve their counters and `settle_gauge_exporter 0`.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +23,8 @@ import { registerWorkerService } from '../activities/tools/egress-policy';
 import type { SettleMetrics } from '../activities/observability/metrics';
 import type { TemporalTarget } from '../client/connection';
 import { errorMessage } from '../core/errors';
+import { GaugeExporterLock } from './gauge-exporter';
+import { oldestWaits } from './oldest-waits';
 
 /** How long database-wide gauges are served from the cache before a scrape refreshes them. */
 export const GAUGE_MAX_AGE_MS = 15_000;
@@ -38,6 +42,8 @@ export interface MetricsServerOptions {
   /** For gauges read at scrape time: records by state (Postgres), trajectories awaiting approval (visibility). */
   databaseUrl: string;
   target: TemporalTarget;
+  /** The exporter lock's number (gauge-exporter.ts; default EXPORTER_LOCK_KEY): tests sharing one database use their own. */
+  exporterLockKey?: bigint;
 }
 
 export interface MetricsServer {
@@ -65,17 +71,31 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       (connection) => new Client({ connection, namespace: options.target.namespace }),
     ));
 
+  const exporter = new GaugeExporterLock(options.databaseUrl, options.exporterLockKey);
   const refreshGauges = async () => {
+    if (!(await exporter.held())) return;
+    const metrics = options.metrics;
     const rows = await db
       .selectFrom('settle_endpoint_records')
       .select(['state', sql<string>`count(*)`.as('n')])
       .groupBy('state')
       .execute();
     for (const state of ['IN_FLIGHT', 'COMPLETED', 'IN_DOUBT', 'NOT_EXECUTED']) {
-      options.metrics.inDoubtRecords.set({ state }, Number(rows.find((r) => r.state === state)?.n ?? 0));
+      metrics.inDoubtRecords.set({ state }, Number(rows.find((r) => r.state === state)?.n ?? 0));
     }
-    const awaiting = await (await temporalClient()).workflow.count('SettlePendingApprovals > 0 AND ExecutionStatus = "Running"');
-    options.metrics.approvalsPending.set({}, awaiting.count);
+    // The database's clock, as for leases: a worker's clock skew cannot age a record.
+    const { age } = await db
+      .selectFrom('settle_endpoint_records')
+      .where('state', '=', 'IN_DOUBT')
+      .select(sql<string | null>`extract(epoch from now() - min(updated_at))`.as('age'))
+      .executeTakeFirstOrThrow();
+    metrics.oldestInDoubt.set({}, Math.max(0, Number(age ?? 0)));
+    const temporal = await temporalClient();
+    const [approvals, operator] = await Promise.all([oldestWaits(temporal, 'approval'), oldestWaits(temporal, 'operator')]);
+    metrics.approvalsPending.set({}, approvals.trajectories);
+    metrics.oldestApproval.set({}, approvals.oldestAgeSeconds);
+    metrics.operatorWaits.set({}, operator.trajectories);
+    metrics.oldestOperatorWait.set({}, operator.oldestAgeSeconds);
   };
 
   // One refresh at a time, and none while the last one is younger than the maximum age: the
@@ -110,7 +130,8 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
           ).catch(() => '')
         : '';
       const body =
-        options.metrics.render() +
+        options.metrics.render({ installationGauges: exporter.exporting }) +
+        `# HELP settle_gauge_exporter Whether this process reports the installation's gauges (one process at a time does).\n# TYPE settle_gauge_exporter gauge\nsettle_gauge_exporter ${exporter.exporting ? 1 : 0}\n` +
         `# HELP settle_metrics_gauge_errors Whether the last scrape could not refresh settle's gauges.\n# TYPE settle_metrics_gauge_errors gauge\nsettle_metrics_gauge_errors ${gaugeError ? 1 : 0}\n` +
         temporal;
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(body);
@@ -127,6 +148,7 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
     url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}/metrics`,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await exporter.close();
       await db.destroy();
       if (client) await (await client).connection.close().catch(() => {});
     },

@@ -10,8 +10,10 @@
  *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start)
  *   SETTLE_METRICS_PORT optional: serve Prometheus metrics at :PORT/metrics (workers/metrics-server.ts)
  *
- * Logs are JSON, one object per line on stdout: settle's call events (with trajectory id, turn,
- * call id, key and generation) and the Temporal SDK's own lines.
+ * Logs are JSON, one object per line on stdout, and nothing else is printed (stderr only carries
+ * JSON lines too): settle's call events (with trajectory id, turn, call id, key and generation),
+ * start-up warnings and the Temporal SDK's own lines. (`npm run worker` adds npm's two-line banner
+ * before the process starts; `npm run -s worker` leaves it out.)
  *
  * Waits for PostgreSQL with backoff (logging it) and runs migrations on start (safe with many
  * workers starting at once); survives PostgreSQL restarts while running. SIGTERM/SIGINT drain the
@@ -27,7 +29,7 @@ import { errorMessage } from '../core/errors';
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
-    console.error('DATABASE_URL: must be set to the Postgres URL that holds the endpoint records');
+    console.error(jsonLine('error', 'DATABASE_URL: must be set to the Postgres URL that holds the endpoint records'));
     process.exit(2);
   }
   const observability = await startObservability({ databaseUrl, target: loadTemporalTarget() });
@@ -47,6 +49,8 @@ async function main(): Promise<void> {
   const worker = await createSettleWorker({
     databaseUrl,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : {}),
+    // Start-up warnings (no per-call cgroup, development mode) as JSON lines like every other.
+    warn: (line) => observability.log('warn', line),
   });
   // The SDK shuts the worker down on SIGINT/SIGTERM by default; run() returns once it has drained.
   observability.log('info', 'settle worker: polling', {

@@ -6,11 +6,11 @@
  *
  * The settled execution (claim, probe, operator) is settled-call.ts; sub-agents are subagent.ts.
  */
-import { condition, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { condition, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
 import { InputError } from '../core/errors';
-import { codeSpan, shellWord, waitDetails } from '../core/operator-details';
+import { codeSpan, SETTLE_COMMAND, shellWord, waitDetails } from '../core/operator-details';
 import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
 import { checkBody } from '../core/capability/rules';
@@ -386,7 +386,7 @@ async function approvalFor(ctx: CallContext, report: CallReport, key: string, ar
   const since = Date.now();
   const approve = (deny: boolean) =>
     // The approver is the operator whose key signs (SETTLE_OPERATOR_KEY): no name to fill in.
-    `settle approve ${shellWord(ctx.trajectoryId)} ${key} \\\n  --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
+    `${SETTLE_COMMAND} approve ${shellWord(ctx.trajectoryId)} ${key} \\\n  --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
   state.publish(
     'waiting_approval',
     waitDetails({
@@ -400,6 +400,16 @@ async function approvalFor(ctx: CallContext, report: CallReport, key: string, ar
       commands: [approve(false), approve(true)],
     }),
   );
+  // A log line, not a command: recorded histories replay unchanged (and replay logs nothing).
+  log.info('call waits for approval', {
+    event: 'approval_wait',
+    trajectoryId: ctx.trajectoryId,
+    turn: report.turn,
+    callId: report.callId,
+    key,
+    tool: report.tool,
+    deadline: new Date(since + timeoutMs).toISOString(),
+  });
   // The timer is the approval deadline; its summary says so on the timeline.
   const decided = await condition(() => state.approvals.has(key), timeoutMs, {
     summary: `approval deadline ${key.slice(0, 8)}… (then denied)`,

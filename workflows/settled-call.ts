@@ -19,6 +19,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  log,
   patched,
   proxyActivities,
   sleep,
@@ -26,7 +27,7 @@ import {
 import { FAILURE } from '../core/failures';
 import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
-import { codeSpan, waitDetails } from '../core/operator-details';
+import { codeSpan, SETTLE_COMMAND, waitDetails } from '../core/operator-details';
 import { declaresProbe } from '../core/tools/catalog';
 import type { CallOutcome, RecordState, RecordStateOrUnseen } from '../core/records';
 import type { Observation } from '../core/observation';
@@ -132,6 +133,8 @@ export class SettledCall {
   private settledBy: Settlement['by'] | null = null;
   /** Workflow time when this call began waiting for an operator (shown in the current details). */
   private waitingSince: number | null = null;
+  /** The generation whose operator wait was last logged (one line per wait, not per probe round). */
+  private loggedWaitFor: number | null = null;
 
   private readonly key: string;
   private readonly args: Record<string, unknown>;
@@ -387,6 +390,21 @@ export class SettledCall {
     const { state } = this.ctx;
     const key = this.key;
     state.awaitingOperator.add(key);
+    if (this.loggedWaitFor !== generation) {
+      // Once per generation in doubt (probe rounds start a new wait each); a log line, not a command.
+      this.loggedWaitFor = generation;
+      log.warn('call waits for an operator', {
+        event: 'operator_wait',
+        trajectoryId: this.ctx.trajectoryId,
+        turn: this.report.turn,
+        callId: this.report.callId,
+        key,
+        generation,
+        tool: this.report.tool,
+        why,
+        probesAgain: timeoutMs !== null,
+      });
+    }
     // Current details are metadata, not history events: histories from before the patch show them too.
     state.publish('waiting_operator', this.operatorDetails(why, generation));
     const verdict = () => state.operatorVerdictFor(key, generation) !== undefined;
@@ -434,7 +452,8 @@ export class SettledCall {
     // Two lines each (a shell continues after `\`): the UI's details pane cuts lines longer than ~90 characters.
     // Fenced by `--generation`: a pasted command settles the execution shown here, never a later one.
     // The operator is the one whose key signs (SETTLE_OPERATOR_KEY): no name to fill in.
-    const resolve = (as: string) => `settle resolve ${this.key} \\\n  --generation ${generation} --as ${as} --reason 'what you checked'`;
+    const resolve = (as: string) =>
+      `${SETTLE_COMMAND} resolve ${this.key} \\\n  --generation ${generation} --as ${as} --reason 'what you checked'`;
     return waitDetails({
       headline: 'waiting for an operator',
       tool: this.report.tool,

@@ -27,12 +27,38 @@ export type CallEvent =
   | ({ event: 'released'; generation: number; detail: string } & CallRef)
   | ({ event: 'completed'; generation: number } & CallRef)
   | ({ event: 'lease_renewal_failed'; generation: number; reason: string } & CallRef)
-  | ({ event: 'capability_denied'; component: string; reason: string } & Omit<CallRef, 'key'> & { key: string | null })
-  | { event: 'malformed_call'; trajectoryId: string; turn: number; callId: string; tool: string; field: string; rule: string }
+  /** `generation`: the record's, when the key has one (an earlier attempt claimed it); null otherwise. */
+  | ({ event: 'capability_denied'; component: string; reason: string; generation: number | null } & Omit<CallRef, 'key'> & {
+        key: string | null;
+      })
+  /** A malformed call never reaches a claim: no key, no generation (both null, so every call line has them). */
+  | {
+      event: 'malformed_call';
+      trajectoryId: string;
+      turn: number;
+      callId: string;
+      tool: string;
+      key: null;
+      generation: null;
+      field: string;
+      rule: string;
+    }
+  /** One probe round on an IN_DOUBT record, and what it answered (applied and not_applied settle it). */
+  | ({ event: 'probed'; generation: number; verdict: 'applied' | 'not_applied' | 'unknown'; final: boolean; detail: string } & CallRef)
+  /** An approval decision whose operator credential the worker verified (the approveCall update). A3 calls wait before their claim: no generation. */
+  | { event: 'approval_decided'; trajectoryId: string; key: string; generation: null; decision: 'approve' | 'deny'; approver: string }
   /** A write fenced out: its (key, generation) no longer holds the record. */
   | { event: 'fenced_write'; key: string; generation: number; op: string }
-  /** An IN_DOUBT record settled. */
-  | { event: 'settled'; key: string; generation: number; by: 'probe' | 'operator'; state: string; actor: string };
+  /** An IN_DOUBT record settled; `verdict` is the probe's or the operator's (partial: completed in part). */
+  | {
+      event: 'settled';
+      key: string;
+      generation: number;
+      by: 'probe' | 'operator';
+      verdict: 'applied' | 'not_applied' | 'partial';
+      state: string;
+      actor: string;
+    };
 
 type Sink = (e: CallEvent) => void;
 const sinks: Sink[] = [];

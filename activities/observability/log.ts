@@ -23,14 +23,21 @@ const LEVEL: Record<CallEvent['event'], string> = {
   lease_renewal_failed: 'warn',
   capability_denied: 'warn',
   malformed_call: 'info',
+  // An unknown verdict is raised to warn below: the call stays in doubt.
+  probed: 'info',
+  approval_decided: 'info',
   fenced_write: 'warn',
   settled: 'info',
 };
+
+function levelOf(e: CallEvent): string {
+  return e.event === 'probed' && e.verdict === 'unknown' ? 'warn' : LEVEL[e.event];
+}
 
 /** Writes every call event as a JSON line. Returns the unsubscribe function. */
 export function logCallEvents(write: LogWriter = writeStdoutLine): () => void {
   return onCallEvent((e) => {
     const { event, ...fields } = e;
-    write(jsonLine(LEVEL[event], `call ${event}`, { event, ...fields }));
+    write(jsonLine(levelOf(e), `call ${event}`, { event, ...fields }));
   });
 }

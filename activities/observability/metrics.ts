@@ -3,6 +3,7 @@
  * exposition format. No client library: a handful of labelled counters and gauges.
  */
 import { onCallEvent, type CallEvent } from './events';
+import { toolLabel } from './tool-names';
 
 type Labels = Record<string, string>;
 
@@ -38,7 +39,12 @@ class Family {
   }
 }
 
-/** What each metric means (and which to alert on) is in the README's runbook. */
+/**
+ * What each metric means (and which to alert on) is in docs/operating.md (Metrics); the example alert
+ * rules are ops/prometheus/settle-alerts.yml. Counters count what this process saw. Gauges read
+ * from Postgres and Temporal visibility describe the whole installation: only the process that
+ * holds the exporter lock (workers/gauge-exporter.ts) reports them, so they are never summed twice.
+ */
 export class SettleMetrics {
   readonly claims = new Family('settle_claims_total', 'counter', 'Claims that took a key IN_FLIGHT (a new execution), by tool.');
   readonly replays = new Family('settle_replays_total', 'counter', 'Calls answered from a COMPLETED record without executing, by tool.');
@@ -58,18 +64,54 @@ export class SettleMetrics {
   readonly denials = new Family('settle_capability_denials_total', 'counter', 'Accesses refused by the capability, by component.');
   readonly malformed = new Family('settle_malformed_calls_total', 'counter', 'Proposed calls refused by validation, by tool.');
   readonly leaseFailures = new Family('settle_lease_renewals_failed_total', 'counter', 'Lease renewals refused or lost, by tool.');
+  readonly probeRounds = new Family(
+    'settle_probe_rounds_total',
+    'counter',
+    'Probe rounds on IN_DOUBT records, by tool and verdict (applied, not_applied, unknown).',
+  );
+  readonly approvals = new Family(
+    'settle_approval_decisions_total',
+    'counter',
+    'Approval decisions on A3 calls whose operator credential this worker verified, by decision (approve, deny).',
+  );
+  readonly operatorVerdicts = new Family(
+    'settle_operator_verdicts_total',
+    'counter',
+    'Operator verdicts that settled an IN_DOUBT record through a worker, by verdict (applied, not_applied, partial).',
+  );
+
   readonly approvalsPending = new Family(
     'settle_trajectories_awaiting_approval',
     'gauge',
     'Running trajectories with at least one A3 call waiting for approval (from visibility, refreshed at most every 15 s).',
+  );
+  readonly operatorWaits = new Family(
+    'settle_trajectories_waiting_for_operator',
+    'gauge',
+    'Running trajectories waiting for an operator verdict (from visibility, refreshed at most every 15 s).',
   );
   readonly inDoubtRecords = new Family(
     'settle_records',
     'gauge',
     'Endpoint records by state (from Postgres, refreshed at most every 15 s).',
   );
+  readonly oldestInDoubt = new Family(
+    'settle_oldest_in_doubt_age_seconds',
+    'gauge',
+    'Age of the oldest IN_DOUBT record, since it last changed (database clock); 0 when none.',
+  );
+  readonly oldestApproval = new Family(
+    'settle_oldest_approval_wait_age_seconds',
+    'gauge',
+    'Age of the oldest wait for an approval among running trajectories; 0 when none.',
+  );
+  readonly oldestOperatorWait = new Family(
+    'settle_oldest_operator_wait_age_seconds',
+    'gauge',
+    'Age of the oldest wait for an operator verdict among running trajectories; 0 when none.',
+  );
 
-  private readonly families = [
+  private readonly counters = [
     this.claims,
     this.replays,
     this.busy,
@@ -80,40 +122,59 @@ export class SettleMetrics {
     this.denials,
     this.malformed,
     this.leaseFailures,
+    this.probeRounds,
+    this.approvals,
+    this.operatorVerdicts,
+  ];
+
+  /** Read from Postgres and visibility: the same for every worker, so reported by one (the exporter). */
+  private readonly installationGauges = [
     this.approvalsPending,
+    this.operatorWaits,
     this.inDoubtRecords,
+    this.oldestInDoubt,
+    this.oldestApproval,
+    this.oldestOperatorWait,
   ];
 
   count(e: CallEvent): void {
     switch (e.event) {
       case 'claimed':
-        return this.claims.add({ tool: e.tool });
+        return this.claims.add({ tool: toolLabel(e.tool) });
       case 'replayed':
-        return this.replays.add({ tool: e.tool });
+        return this.replays.add({ tool: toolLabel(e.tool) });
       case 'busy':
-        return this.busy.add({ tool: e.tool });
+        return this.busy.add({ tool: toolLabel(e.tool) });
       case 'in_doubt':
-        if (e.cause !== 'found_in_doubt') this.inDoubt.add({ tool: e.tool, cause: e.cause });
+        if (e.cause !== 'found_in_doubt') this.inDoubt.add({ tool: toolLabel(e.tool), cause: e.cause });
         return;
       case 'released':
-        return this.released.add({ tool: e.tool });
+        return this.released.add({ tool: toolLabel(e.tool) });
       case 'settled':
-        return this.settled.add({ by: e.by, state: e.state });
+        this.settled.add({ by: e.by, state: e.state });
+        if (e.by === 'operator') this.operatorVerdicts.add({ verdict: e.verdict });
+        return;
       case 'fenced_write':
         return this.fenced.add({ op: e.op });
       case 'capability_denied':
         return this.denials.add({ component: e.component });
       case 'malformed_call':
-        return this.malformed.add({ tool: e.tool });
+        return this.malformed.add({ tool: toolLabel(e.tool) });
       case 'lease_renewal_failed':
-        return this.leaseFailures.add({ tool: e.tool });
+        return this.leaseFailures.add({ tool: toolLabel(e.tool) });
+      case 'probed':
+        return this.probeRounds.add({ tool: toolLabel(e.tool), verdict: e.verdict });
+      case 'approval_decided':
+        return this.approvals.add({ decision: e.decision });
       case 'completed':
         return;
     }
   }
 
-  render(): string {
-    return this.families.map((f) => f.render()).join('\n') + '\n';
+  /** The exposition text: the counters, and the installation's gauges when this process exports them. */
+  render(options: { installationGauges: boolean } = { installationGauges: true }): string {
+    const families = options.installationGauges ? [...this.counters, ...this.installationGauges] : this.counters;
+    return families.map((f) => f.render()).join('\n') + '\n';
   }
 }
 

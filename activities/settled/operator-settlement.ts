@@ -78,7 +78,15 @@ export async function settleByOperator(
       ? await store.settle(record.key, generation, { as: 'NOT_EXECUTED' }, actor, input.reason)
       : await store.settle(record.key, generation, { as: 'COMPLETED', result: operatorResult(proven) }, actor, input.reason);
   if (write.ok) {
-    emitCallEvent({ event: 'settled', key: record.key, generation, by: 'operator', state: write.record.state, actor });
+    emitCallEvent({
+      event: 'settled',
+      key: record.key,
+      generation,
+      by: 'operator',
+      verdict: input.verdict,
+      state: write.record.state,
+      actor,
+    });
     return { settled: true, state: write.record.state, generation };
   }
   // Fenced out: settled or re-claimed meanwhile (a probe, a late completion). The record is the truth.

@@ -226,6 +226,18 @@ export async function probeRecord<Args, Intent, Result>(
     record.intent == null
       ? { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' }
       : await tool.probe(args, record.intent as Intent, env, { key: record.key, generation: record.generation, ledger: store.runs });
+  emitCallEvent({
+    event: 'probed',
+    verdict: verdict.verdict,
+    final: verdict.verdict === 'unknown' && verdict.final === true,
+    detail: verdict.detail,
+    generation: record.generation,
+    trajectoryId: record.trajectoryId,
+    turn: record.turn,
+    callId: record.callId,
+    key: record.key,
+    tool: record.tool,
+  });
   return { verdict, ...(await applyProbe(store, record, verdict)) };
 }
 
@@ -245,7 +257,15 @@ export async function applyProbe<Result>(
       ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: verdict.result }, actor, verdict.detail)
       : await store.settle(record.key, record.generation, { as: 'NOT_EXECUTED' }, actor, verdict.detail);
   if (write.ok) {
-    emitCallEvent({ event: 'settled', key: record.key, generation: record.generation, by: 'probe', state: write.record.state, actor });
+    emitCallEvent({
+      event: 'settled',
+      key: record.key,
+      generation: record.generation,
+      by: 'probe',
+      verdict: verdict.verdict,
+      state: write.record.state,
+      actor,
+    });
     return { state: write.record.state, applied: true };
   }
   return { state: write.current?.state ?? 'IN_DOUBT', applied: false };

@@ -83,6 +83,11 @@ export class ToolRegistry {
     return this.tools.get(name);
   }
 
+  /** Every tool name this worker runs (built-ins and team tools). */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
   /** How the activities run a registered tool (made once per tool, on first use). */
   runnable(name: string): Runnable | undefined {
     const known = this.runnables.get(name);

@@ -4,6 +4,7 @@
  * move with what trajectories do; every log line is one JSON object, and every line about a call
  * names its trajectory, turn, call id, key and generation.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -11,7 +12,8 @@ import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../../stack/ports';
 import { runSettleAsync } from '../support/cli';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
-import { inDoubtShellCall, type InDoubtShellCall } from '../support/in-doubt';
+import { inDoubtShellCall, until, type InDoubtShellCall } from '../support/in-doubt';
+import { TEST_OPERATOR } from '../support/operator';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -47,9 +49,41 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
 
     const before = await scrape();
     expect(sample(before, 'settle_in_doubt_total', { tool: 'bash_execute', cause: 'lease_expired' })).toBe(1);
+    // The probe's one round: a final unknown (the command died with its worker).
+    expect(sample(before, 'settle_probe_rounds_total', { tool: 'bash_execute', verdict: 'unknown' })).toBe(1);
+    // The installation's gauges: this worker is the one process reporting them.
+    expect(sample(before, 'settle_gauge_exporter')).toBe(1);
     expect(sample(before, 'settle_records', { state: 'IN_DOUBT' })).toBeGreaterThanOrEqual(1);
+    expect(sample(before, 'settle_oldest_in_doubt_age_seconds')).toBeGreaterThan(0);
+    expect(sample(before, 'settle_trajectories_waiting_for_operator')).toBeGreaterThanOrEqual(1);
+    expect(sample(before, 'settle_oldest_operator_wait_age_seconds')).toBeGreaterThan(0);
     // Temporal's runtime metrics, relayed on the same endpoint.
     expect(before).toMatch(/^temporal_\w+/m);
+
+    // An A3 call waiting for approval: counted and aged (at the gauges' next refresh, within 15 s).
+    const a3 = uniqueId('metrics-a3');
+    const a3Handle = await client.workflow.start('trajectoryWorkflow', {
+      taskQueue: call.taskQueue,
+      workflowId: a3,
+      args: [
+        {
+          workspace: tempWorkspace('metrics-a3'),
+          levelOverrides: { bash_execute: 'A3' },
+          turns: [{ turn: 0, calls: [{ call_id: 'rm', tool: 'bash_execute', args: { command: 'echo ok' } }] }],
+        },
+      ],
+    });
+    const waiting = await until(async () => {
+      const text = await scrape();
+      return sample(text, 'settle_trajectories_awaiting_approval') >= 1 && sample(text, 'settle_oldest_approval_wait_age_seconds') > 0
+        ? text
+        : null;
+    }, 'the approval wait in the gauges');
+    expect(sample(waiting, 'settle_oldest_approval_wait_age_seconds')).toBeLessThan(3_600);
+    const a3Key = (await a3Handle.query<{ key: string | null }[]>('calls'))[0]!.key!;
+    const approved = await runSettleAsync(['approve', a3, a3Key, '--reason', 'CHG-7'], { env: cliEnv });
+    expect(approved.stderr).toBe('');
+    await a3Handle.result();
 
     const resolved = await runSettleAsync(['resolve', call.key, '--as', 'applied', '--reason', 'checked'], {
       env: cliEnv,
@@ -70,7 +104,15 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
         {
           workspace: ws,
           turns: [
-            { turn: 0, calls: [edit, { call_id: 'bad', tool: 'file_edit', args: { path: file, old_str: 'v1' } }] },
+            {
+              turn: 0,
+              calls: [
+                edit,
+                { call_id: 'bad', tool: 'file_edit', args: { path: file, old_str: 'v1' } },
+                // A tool the model invented: counted under `other`, never as a series of its own.
+                { call_id: 'invented', tool: 'rm_rf', args: { path: '/' } },
+              ],
+            },
             { turn: 0, calls: [edit] },
           ],
         },
@@ -82,6 +124,10 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
     expect(sample(after, 'settle_replays_total', { tool: 'file_edit' })).toBe(1);
     expect(sample(after, 'settle_replays_total', { tool: 'bash_execute' })).toBe(1);
     expect(sample(after, 'settle_malformed_calls_total', { tool: 'file_edit' })).toBe(1);
+    expect(sample(after, 'settle_malformed_calls_total', { tool: 'other' })).toBe(1);
+    expect(after).not.toContain('rm_rf');
+    expect(sample(after, 'settle_operator_verdicts_total', { verdict: 'applied' })).toBe(1);
+    expect(sample(after, 'settle_approval_decisions_total', { decision: 'approve' })).toBe(1);
 
     // Logs: every line one JSON object; every line about a call names it fully.
     const lines = call.worker
@@ -95,7 +141,13 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
         throw new Error(`not a JSON log line: ${l}`);
       }
     });
-    const callLines = parsed.filter((l) => typeof l.event === 'string' && l.event !== 'malformed_call' && 'trajectoryId' in l);
+    // Every call event carries its generation (null where there is no record: a malformed call, an approval).
+    for (const l of parsed.filter((p) => typeof p.event === 'string' && p.source === undefined)) {
+      expect(l, JSON.stringify(l)).toHaveProperty('generation');
+    }
+    const callLines = parsed.filter(
+      (l) => typeof l.event === 'string' && typeof l.generation === 'number' && 'trajectoryId' in l && 'callId' in l,
+    );
     expect(callLines.map((l) => l.event)).toEqual(expect.arrayContaining(['in_doubt', 'replayed', 'claimed', 'completed']));
     for (const l of callLines) {
       expect(l).toEqual(
@@ -117,6 +169,76 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
       generation: 1,
       cause: 'lease_expired',
     });
-    expect(parsed.find((l) => l.event === 'malformed_call')).toMatchObject({ trajectoryId, turn: 0, callId: 'bad', tool: 'file_edit' });
+    expect(parsed.find((l) => l.event === 'malformed_call')).toMatchObject({
+      trajectoryId,
+      turn: 0,
+      callId: 'bad',
+      tool: 'file_edit',
+      key: null,
+      generation: null,
+    });
+    // Logs keep the invented name (metrics do not).
+    expect(parsed.find((l) => l.event === 'malformed_call' && l.callId === 'invented')).toMatchObject({ tool: 'rm_rf' });
+    // A line for the probe's verdict, and one for the start of the wait for an operator.
+    expect(parsed.find((l) => l.event === 'probed')).toMatchObject({
+      level: 'warn',
+      key: call.key,
+      generation: 1,
+      trajectoryId: call.trajectoryId,
+      verdict: 'unknown',
+      final: true,
+    });
+    expect(parsed.filter((l) => l.event === 'operator_wait')).toEqual([
+      expect.objectContaining({ level: 'warn', key: call.key, generation: 1, trajectoryId: call.trajectoryId, callId: 'deploy' }),
+    ]);
+    expect(parsed.find((l) => l.event === 'approval_wait')).toMatchObject({ key: a3Key, trajectoryId: a3, callId: 'rm' });
+    expect(parsed.find((l) => l.event === 'approval_decided')).toMatchObject({ key: a3Key, decision: 'approve', approver: TEST_OPERATOR });
+    expect(parsed.find((l) => l.event === 'settled' && l.key === call!.key)).toMatchObject({ by: 'operator', verdict: 'applied' });
+  });
+
+  it('`npm run -s worker` prints JSON lines only, on stdout and stderr, from its first line to a refused start', async () => {
+    // Stopped (its process group, npm and the worker) once `enough` of its output arrived, or it exits by itself.
+    const run = (env: NodeJS.ProcessEnv, enough: (out: string) => boolean) =>
+      new Promise<{ code: number | null; lines: string[] }>((resolve) => {
+        const child = spawn('npm', ['run', '-s', 'worker'], {
+          env: { ...process.env, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        });
+        let out = '';
+        const stop = () => {
+          try {
+            process.kill(-child.pid!, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        };
+        const collect = (b: Buffer) => {
+          out += b.toString();
+          if (enough(out)) stop();
+        };
+        child.stdout.on('data', collect);
+        child.stderr.on('data', collect);
+        const timer = setTimeout(stop, 90_000);
+        child.once('close', (code) => {
+          clearTimeout(timer);
+          resolve({ code, lines: out.split('\n').filter((l) => l.trim()) });
+        });
+      });
+    const json = (line: string) => {
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      return { level: parsed.level, msg: parsed.msg };
+    };
+    // No database configured: one JSON error line naming the variable, exit 2.
+    const refused = await run({ DATABASE_URL: '' }, () => false);
+    expect(refused.code).toBe(2);
+    expect(refused.lines.map(json)).toEqual([
+      { level: 'error', msg: 'DATABASE_URL: must be set to the Postgres URL that holds the endpoint records' },
+    ]);
+    // A database that does not answer: the worker waits, saying so, in JSON.
+    const waiting = await run({ DATABASE_URL: 'postgres://settle:x@127.0.0.1:1/settle' }, (out) => out.split('\n').length > 3);
+    expect(waiting.lines.length).toBeGreaterThan(0);
+    for (const line of waiting.lines) expect(() => json(line), line).not.toThrow();
+    expect(waiting.lines.map(json)[0]).toMatchObject({ level: 'info', msg: expect.stringContaining('waiting for the database') });
   });
 });

@@ -4,6 +4,7 @@
  * prefixes, outcomes that never read as plain success, static summaries, approving twice, a
  * parent's sub-agents. Real worker processes, real Temporal, real Postgres.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -73,11 +74,11 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
         .match(/```sh\n([\s\S]*?)\n```/)?.[1]
         ?.split('\n');
       expect(block).toEqual([
-        `settle resolve ${key} \\`,
+        `npx settle resolve ${key} \\`,
         `  --generation 1 --as applied --reason 'what you checked'`,
-        `settle resolve ${key} \\`,
+        `npx settle resolve ${key} \\`,
         `  --generation 1 --as not-applied --reason 'what you checked'`,
-        `settle resolve ${key} \\`,
+        `npx settle resolve ${key} \\`,
         `  --generation 1 --as partial --reason 'what you checked'`,
       ]);
 
@@ -114,7 +115,7 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
       expect(row.indexOf('IN_DOUBT')).toBe(header.indexOf('state'));
       // The details block prints as lines that paste: no escaped line breaks.
       expect(status.stdout).not.toContain('\\x0a');
-      expect(lines).toContain(`settle resolve ${key} \\`);
+      expect(lines).toContain(`npx settle resolve ${key} \\`);
       expect(lines).toContain(`  --generation 1 --as applied --reason 'what you checked'`);
 
       // The 16 digits status prints are enough to settle it.
@@ -286,16 +287,24 @@ describe('outcomes, summaries, approvals', () => {
       /^\*\*waiting for approval\*\* · `bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/,
     );
     // The approver is the operator whose key signs: the command has no name to fill in.
-    expect(pending.waitingFor).toContain(`settle approve ${id} ${key} \\\n  --reason 'change ticket or why'\n`);
+    expect(pending.waitingFor).toContain(`npx settle approve ${id} ${key} \\\n  --reason 'change ticket or why'\n`);
     const timers = ((await client.workflow.getHandle(id).fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes);
     expect(timers.map((t) => t.userMetadata?.summary?.data && Buffer.from(t.userMetadata.summary.data).toString())).toEqual([
       `"approval deadline ${key.slice(0, 8)}… (then denied)"`,
     ]);
 
-    const first = await runSettleAsync(['approve', id, key.slice(0, 8), '--reason', 'CHG-1'], { env: cliEnv });
+    // The command as shown, pasted into a shell in the project with a reason: it runs as it stands
+    // (`npx settle` is the project's own bin; nothing named settle need be on PATH).
+    const shown = pending
+      .waitingFor!.match(/```sh\n([\s\S]*?)\n```/)![1]!
+      .split('\n')
+      .slice(0, 2)
+      .join('\n');
+    const first = await shell(shown.replace("'change ticket or why'", 'CHG-1'), cliEnv);
     expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
     expect((await turn).calls[0]).toMatchObject({ resolution: 'executed', approval: { approver: TEST_OPERATOR } });
-    const second = await runSettleAsync(['approve', id, key, '--reason', 'again'], { env: cliEnv });
+    const second = await runSettleAsync(['approve', id, key.slice(0, 8), '--reason', 'again'], { env: cliEnv });
     expect(second.code).toBe(2);
     expect(second.stderr).toContain(`was already approved by ${TEST_OPERATOR} (CHG-1)`);
     await settle.finish(id, 'completed', 'done');
@@ -322,3 +331,16 @@ describe('outcomes, summaries, approvals', () => {
     await Promise.all([parent, child].map((t) => settle.finish(t, 'completed', 'done')));
   });
 });
+
+/** Runs a command line in a shell in the project directory, as an operator pasting it would. */
+function shell(commandLine: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', commandLine], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -17,7 +17,7 @@ describe('test prerequisites', () => {
     const r = await runNode(['--import', 'tsx', SCRIPT], {
       cwd: process.cwd(),
       // No apt-get and no sudo on PATH; a bubblewrap that does not exist.
-      env: { PATH: emptyPath, SETTLE_BWRAP: path.join(emptyPath, 'bwrap') },
+      env: { PATH: emptyPath, SETTLE_BWRAP: path.join(emptyPath, 'bwrap'), SETTLE_PROMTOOL: process.execPath },
     });
     fs.rmSync(emptyPath, { recursive: true, force: true });
     expect(r.code).toBe(1);
@@ -30,5 +30,18 @@ describe('test prerequisites', () => {
     const r = await runNode(['--import', 'tsx', SCRIPT], { cwd: process.cwd() });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
+  });
+
+  it('names every missing program in the one line (promtool included)', async () => {
+    const emptyPath = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-no-apt-'));
+    const r = await runNode(['--import', 'tsx', SCRIPT], {
+      cwd: process.cwd(),
+      env: { PATH: emptyPath, SETTLE_BWRAP: process.execPath },
+    });
+    fs.rmSync(emptyPath, { recursive: true, force: true });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      'settle tests need prometheus: run `sudo apt-get install -y prometheus` (Debian/Ubuntu; the same packages elsewhere), then npm test again',
+    ]);
   });
 });

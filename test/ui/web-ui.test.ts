@@ -10,13 +10,11 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
 import { SETTLE_DIR } from '../../stack/paths';
-import { SETTLE_BIN } from '../support/cli';
 import { openTestDb, testStore } from '../support/env';
 import { TEST_OPERATOR } from '../support/operator';
 import { inDoubtShellCall, until, type InDoubtShellCall } from '../support/in-doubt';
@@ -111,10 +109,10 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     await frameWith(page, summary);
     const details = await frameWith(page, 'waiting for an operator');
     const text = await details.locator('body').innerText();
-    const applied = `settle resolve ${key} \\\n  --generation ${generation} --as applied --reason 'what you checked'`;
+    const applied = `npx settle resolve ${key} \\\n  --generation ${generation} --as applied --reason 'what you checked'`;
     // Verbatim: no en dash for "--", no curly quotes, the whole key.
     expect(text).toContain(applied);
-    expect(text).toContain(`settle resolve ${key} \\\n  --generation ${generation} --as not-applied --reason 'what you checked'`);
+    expect(text).toContain(`npx settle resolve ${key} \\\n  --generation ${generation} --as not-applied --reason 'what you checked'`);
     expect(text.split('\n')[0]).toMatch(
       new RegExp(
         `^waiting for an operator · bash_execute echo deployed >> deploy\\.log · key ${key.slice(0, 16)} · since .* UTC · no deadline$`,
@@ -130,13 +128,13 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     const row = (await attempt.locator('xpath=../..').innerText()).split('\n').filter((l) => l.trim());
     expect(row).toEqual(['Activity', expect.stringMatching(/^bash_execute echo deployed >> deploy\.log · key/), 'Failed']);
 
-    // 3. Paste the command as shown, with a reason, into a shell (the operator's key, from the environment, names who).
-    const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bin-'));
-    fs.writeFileSync(path.join(bin, 'settle'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(SETTLE_BIN)} "$@"\n`, {
-      mode: 0o755,
-    });
+    // 3. Paste the command as shown, with a reason, into a shell in the project (the operator's key,
+    // from the environment, names who): `npx settle` runs the project's own bin, no PATH entry needed.
+    const onPath = await shell('command -v settle', cliEnv);
+    expect(onPath.stdout).toBe('');
+    expect(onPath.code).not.toBe(0);
     const pasted = applied.replace("'what you checked'", "'deploy.log has the line'");
-    const resolved = await shell(pasted, { ...cliEnv, PATH: `${bin}:${process.env.PATH ?? ''}` });
+    const resolved = await shell(pasted, cliEnv);
     expect(resolved.stderr).toBe('');
     expect(resolved.code).toBe(0);
     expect(resolved.stdout).toContain(`settled by operator:${TEST_OPERATOR}`);

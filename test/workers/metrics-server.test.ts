@@ -9,6 +9,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startMetricsServer, type MetricsServer } from '../../workers/metrics-server';
 import { SettleMetrics } from '../../activities/observability/metrics';
 import { loadTemporalTarget } from '../../client/connection';
+import { sql } from 'kysely';
 import { openTestDb, testStore, uniqueId } from '../support/env';
 
 const db = openTestDb(1);
@@ -19,9 +20,13 @@ afterAll(async () => {
   await db.destroy();
 });
 
-async function start(options: { host?: string; gaugeMaxAgeMs?: number } = {}): Promise<MetricsServer> {
+/** A lock number of this test's own: other files' workers share the database (and the default lock). */
+const ownLock = () => BigInt(crypto.randomInt(1, 2 ** 47));
+
+async function start(options: { host?: string; gaugeMaxAgeMs?: number; exporterLockKey?: bigint } = {}): Promise<MetricsServer> {
   const server = await startMetricsServer({
     port: 0,
+    exporterLockKey: ownLock(),
     ...options,
     metrics: new SettleMetrics(),
     temporalMetricsUrl: null,
@@ -60,6 +65,14 @@ function inFlightRecords(text: string): number {
   return Number(/^settle_records\{state="IN_FLIGHT"\} (\d+)$/m.exec(text)?.[1]);
 }
 
+/** One unlabelled sample's value, or undefined when the series is absent. */
+function value(text: string, name: string): number | undefined {
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+const scrape = async (s: MetricsServer) => (await fetch(s.url)).text();
+
 describe('metrics endpoint', () => {
   it('listens on loopback by default, not on the machine’s network addresses, unless the operator widens it', async () => {
     const local = await start();
@@ -74,7 +87,6 @@ describe('metrics endpoint', () => {
   it('serves the database-wide gauges from a cache, refreshed at most once per interval', async () => {
     const cached = await start({ gaugeMaxAgeMs: 3_600_000 });
     const fresh = await start({ gaugeMaxAgeMs: 0 });
-    const scrape = async (s: MetricsServer) => (await fetch(s.url)).text();
     const before = inFlightRecords(await scrape(cached));
 
     const key = crypto.randomBytes(32).toString('hex');
@@ -87,5 +99,46 @@ describe('metrics endpoint', () => {
     // Many scrapes within the interval: the same cached value, no count of every record each time.
     const again = await Promise.all(Array.from({ length: 20 }, () => scrape(cached)));
     expect(new Set(again.map(inFlightRecords))).toEqual(new Set([before]));
+  });
+
+  it('reports the installation’s gauges from one process at a time, and another takes over when it stops', async () => {
+    const exporterLockKey = ownLock();
+    const a = await start({ gaugeMaxAgeMs: 0, exporterLockKey });
+    const b = await start({ gaugeMaxAgeMs: 0, exporterLockKey });
+    const [textA, textB] = [await scrape(a), await scrape(b)];
+    const [exporting, other] = value(textA, 'settle_gauge_exporter') === 1 ? [a, b] : [b, a];
+    const [exportingText, otherText] = exporting === a ? [textA, textB] : [textB, textA];
+    expect(value(exportingText, 'settle_gauge_exporter')).toBe(1);
+    expect(value(otherText, 'settle_gauge_exporter')).toBe(0);
+    // The other serves its own counters, and none of the installation's gauges (no second copy to sum).
+    expect(otherText).toMatch(/^# TYPE settle_claims_total counter$/m);
+    for (const gauge of ['settle_records', 'settle_oldest_in_doubt_age_seconds', 'settle_oldest_approval_wait_age_seconds']) {
+      expect(otherText).not.toMatch(new RegExp(`^${gauge}[{ ]`, 'm'));
+      expect(exportingText).toMatch(new RegExp(`^${gauge}[{ ]`, 'm'));
+    }
+    // Its process gone (here: its server closed, which ends its lock's connection), the other exports.
+    await exporting.close();
+    servers.splice(servers.indexOf(exporting), 1);
+    const after = await scrape(other);
+    expect(value(after, 'settle_gauge_exporter')).toBe(1);
+    expect(inFlightRecords(after)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('ages the oldest IN_DOUBT record on the database clock', async () => {
+    const server = await start({ gaugeMaxAgeMs: 0 });
+    const key = crypto.randomBytes(32).toString('hex');
+    const claimed = await store.claim(
+      { key, trajectoryId: uniqueId('metrics-age'), turn: 0, callId: 'c', tool: 'file_edit', args: {} },
+      { leaseMs: 60_000, holder: 'metrics-test' },
+    );
+    if (claimed.kind !== 'claimed') throw new Error(`not claimed: ${claimed.kind}`);
+    expect((await store.markInDoubt(key, claimed.generation, 'test: effect unknown', 'worker:metrics-test')).ok).toBe(true);
+    // Two hours in doubt: older than anything another test leaves behind in this run.
+    await sql`UPDATE settle_endpoint_records SET updated_at = now() - interval '2 hours' WHERE key = ${key}`.execute(db);
+    const age = value(await scrape(server), 'settle_oldest_in_doubt_age_seconds')!;
+    expect(age).toBeGreaterThanOrEqual(7_200);
+    expect(age).toBeLessThan(7_200 + 600);
+    await store.settle(key, claimed.generation, { as: 'NOT_EXECUTED' }, 'operator:metrics-test', 'test: settled');
+    expect(value(await scrape(server), 'settle_oldest_in_doubt_age_seconds')!).toBeLessThan(7_200);
   });
 });
