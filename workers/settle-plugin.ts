@@ -24,7 +24,9 @@ import type { AnyTeamTool } from '../activities/tools/team-tool';
 import type { SideEffectLevel } from '../core/tools/catalog';
 
 /** Prepended to the workflow bundle's entries when the plugin runs AI SDK models. */
-const AI_SDK_GLOBALS = fileURLToPath(new URL(`../workflows/ai-sdk-globals${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+const AI_SDK_GLOBALS = fileURLToPath(
+  new URL(`../workflows/ai-sdk-globals${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+);
 
 /** How long one workflow activation may run before the SDK aborts it (create-worker.ts says why it is long). */
 const ISOLATE_EXECUTION_TIMEOUT = '2 minutes';

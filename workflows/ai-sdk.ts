@@ -7,9 +7,15 @@
  * workflows that never use the AI SDK.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { Duration } from '@temporalio/common';
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4Prompt } from '@ai-sdk/provider';
-import type { ModelMessage, Tool } from 'ai';
+import type {
+  AiToolLike,
+  LanguageModelLike,
+  ModelCallOptions,
+  ModelGeneration,
+  ModelPromptMessage,
+  PublishedInputSchema,
+  ToolCallContext,
+} from '../core/ai-sdk';
 import { FAILURE } from '../core/failures';
 import { failed, type Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
@@ -32,8 +38,8 @@ const { recordProposedCall } = proxyLocalActivities<SettleActivities>({
 
 /** How the model's calls run as activities. */
 export interface SettledModelOptions {
-  /** One model call's limit (default 5 minutes). */
-  startToCloseTimeout?: Duration;
+  /** One model call's limit in milliseconds (default 300 000). */
+  timeoutMs?: number;
   /** Attempts per model call, the first included (default 5); a 4xx other than 408/429 is not retried by the provider. */
   maximumAttempts?: number;
 }
@@ -44,9 +50,9 @@ export interface SettledModelOptions {
  * runs `modelId`. The reply is recorded in history, so a replay or a restarted worker takes the
  * recorded step and never asks the model again.
  */
-export function settledModel(modelId: string, options: SettledModelOptions = {}): LanguageModelV4 {
+export function settledModel(modelId: string, options: SettledModelOptions = {}): LanguageModelLike {
   const { settleAiGenerate } = proxyActivities<AiSdkActivities>({
-    startToCloseTimeout: options.startToCloseTimeout ?? '5 minutes',
+    startToCloseTimeout: options.timeoutMs ?? 300_000,
     retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: options.maximumAttempts ?? 5 },
   });
   return {
@@ -55,7 +61,7 @@ export function settledModel(modelId: string, options: SettledModelOptions = {})
     modelId,
     // Every URL goes to the model as text: the worker's provider downloads nothing on the workflow's behalf.
     supportedUrls: {},
-    async doGenerate(call: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
+    async doGenerate(call: ModelCallOptions): Promise<ModelGeneration> {
       const { abortSignal: _signal, ...callOptions } = call;
       refuseBinaryParts(callOptions.prompt);
       const recorded = await settleAiGenerate({ modelId, options: callOptions });
@@ -67,18 +73,21 @@ export function settledModel(modelId: string, options: SettledModelOptions = {})
           : {}),
       };
     },
-    doStream(): never {
-      throw ApplicationFailure.nonRetryable('settledModel: streaming is not supported in a workflow; use generateText', FAILURE.ModelConfig);
+    async doStream(): Promise<never> {
+      throw ApplicationFailure.nonRetryable(
+        'settledModel: streaming is not supported in a workflow; use generateText',
+        FAILURE.ModelConfig,
+      );
     },
   };
 }
 
 /** Bytes would not survive the trip through history as JSON: refused with the part named. */
-function refuseBinaryParts(prompt: LanguageModelV4Prompt): void {
-  prompt.forEach((message, m) => {
+function refuseBinaryParts(prompt: ModelCallOptions['prompt']): void {
+  prompt.forEach((message: ModelPromptMessage, m) => {
     if (typeof message.content === 'string') return;
     message.content.forEach((part, p) => {
-      const data = (part as { data?: unknown }).data;
+      const data = part.data;
       if (data instanceof Uint8Array || data instanceof URL) {
         throw ApplicationFailure.nonRetryable(
           `settledModel prompt[${m}].content[${p}].data: must be base64 text or a URL string (bytes and URL objects are not recorded)`,
@@ -98,7 +107,7 @@ type ArgsOf<T> = T extends TeamTool<string, infer S, unknown, unknown> ? z.input
 
 /** One AI SDK tool per named team tool: `generateText({ tools })` takes them as they are. */
 export type SettledAiTools<Tools, Names extends string> = {
-  [T in ToolsOf<Tools> as T['name'] extends Names ? T['name'] : never]: Tool<ArgsOf<T>, Observation>;
+  [T in ToolsOf<Tools> as T['name'] extends Names ? T['name'] : never]: AiToolLike<ArgsOf<T>, Observation>;
 };
 
 /**
@@ -115,12 +124,12 @@ export async function settledAiTools<Tools, const Names extends ToolsOf<Tools>['
   const described = await describeAiTools({ names: [...names] });
   const calls = settled<Tools>(options) as unknown as Record<string, RunCall>;
   const inFlight = new Map<string, Promise<unknown>>();
-  const tools: Record<string, Tool<unknown, Observation>> = {};
+  const tools: Record<string, AiToolLike<unknown, Observation>> = {};
   for (const { name, description, parameters } of described) {
     tools[name] = {
       description,
       inputSchema: passThroughSchema(parameters),
-      execute: async (input: unknown, { toolCallId, messages }: { toolCallId: string; messages: ModelMessage[] }) => {
+      execute: async (input: unknown, { toolCallId, messages }: ToolCallContext) => {
         const turn = stepOf(messages);
         // The same call id twice in one reply: the second waits for the first, then finds it settled (`replayed`).
         const slot = `${turn}\u0000${toolCallId}`;
@@ -165,7 +174,7 @@ function invalidArguments(err: unknown): { field: string; rule: string } | null 
  * The step a tool call belongs to: the assistant messages before it. In one `generateText` that is
  * its step number; a conversation continued by another `generateText` keeps counting.
  */
-function stepOf(messages: readonly ModelMessage[]): number {
+function stepOf(messages: ToolCallContext['messages']): number {
   return messages.filter((m) => m.role === 'assistant').length;
 }
 
@@ -174,14 +183,14 @@ function stepOf(messages: readonly ModelMessage[]): number {
  * its own: the worker validates with the tool's zod schema, so the malformed call is answered,
  * and counted, in one place.
  */
-function passThroughSchema(parameters: Record<string, unknown>) {
+function passThroughSchema(parameters: Record<string, unknown>): PublishedInputSchema<unknown> {
   const { $schema: _dialect, ...schema } = parameters;
   return {
     '~standard': {
-      version: 1 as const,
+      version: 1,
       vendor: 'settle',
       validate: (value: unknown) => ({ value }),
       jsonSchema: { input: () => schema, output: () => schema },
     },
-  } as unknown as Tool<unknown, Observation>['inputSchema'];
+  };
 }

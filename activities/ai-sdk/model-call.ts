@@ -5,17 +5,14 @@
  * worker operator's: they never appear in workflow code or history.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4GenerateResult } from '@ai-sdk/provider';
+import type { LanguageModelLike, ModelCallOptions, ModelGeneration } from '../../core/ai-sdk';
 import { FAILURE } from '../../core/failures';
 
 /** Where the worker finds a language model by id: an AI SDK provider (`createOpenAICompatible(…)`) or a function. */
-export type LanguageModels = { languageModel(modelId: string): LanguageModelV4 } | ((modelId: string) => LanguageModelV4);
-
-/** The AI SDK's call options as they cross into history: JSON only (no abort signal). */
-export type ModelCallOptions = Omit<LanguageModelV4CallOptions, 'abortSignal'>;
+export type LanguageModels = { languageModel(modelId: string): LanguageModelLike } | ((modelId: string) => LanguageModelLike);
 
 /** One generation as it is recorded in history: what the AI SDK needs to go on, without raw bodies or headers. */
-export type RecordedGeneration = Omit<LanguageModelV4GenerateResult, 'request' | 'response'> & {
+export type RecordedGeneration = Omit<ModelGeneration, 'request' | 'response'> & {
   response?: { id?: string; modelId?: string; timestamp?: string };
 };
 
@@ -33,7 +30,7 @@ export function aiModelActivities(models: LanguageModels | undefined) {
         );
       }
       const model = typeof models === 'function' ? models(input.modelId) : models.languageModel(input.modelId);
-      const result = await model.doGenerate({ ...input.options, abortSignal: Context.current().cancellationSignal });
+      const result = (await model.doGenerate({ ...input.options, abortSignal: Context.current().cancellationSignal })) as ModelGeneration;
       const recorded: RecordedGeneration = {
         content: result.content,
         finishReason: result.finishReason,

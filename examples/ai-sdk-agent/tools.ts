@@ -41,7 +41,11 @@ export const editFile = defineTool({
     const text = fs.readFileSync(path.join(notesDir(), intent.file), 'utf8');
     if (text.includes(intent.find)) return { verdict: 'not_applied', detail: 'the text to find is still in the file' };
     if (text.includes(intent.replace)) {
-      return { verdict: 'applied', result: { file: intent.file, replaced: intent.find.length, with: intent.replace.length }, detail: 'the replacement is in the file' };
+      return {
+        verdict: 'applied',
+        result: { file: intent.file, replaced: intent.find.length, with: intent.replace.length },
+        detail: 'the replacement is in the file',
+      };
     }
     return { verdict: 'unknown', detail: 'neither the old nor the new text is in the file' };
   },
@@ -52,7 +56,10 @@ export const placeOrder = defineTool({
   name: 'place_order',
   description: 'Places an order for an item with the orders service (an HTTP POST).',
   args: z.strictObject({
-    item: z.string().regex(/^[a-z0-9-]{1,64}$/).describe('The item code, e.g. blue-pen'),
+    item: z
+      .string()
+      .regex(/^[a-z0-9-]{1,64}$/)
+      .describe('The item code, e.g. blue-pen'),
     quantity: z.number().int().min(1).max(100).describe('How many, 1 to 100'),
   }),
   level: 'A1',
@@ -66,7 +73,8 @@ export const placeOrder = defineTool({
     });
     if (response.status >= 400 && response.status < 500) throw new NoEffect(`the orders service refused the order (${response.status})`);
     if (!response.ok) throw new Error(`the orders service answered ${response.status}`);
-    return (await response.json()) as { order_id: string; item: string; quantity: number };
+    const order = (await response.json()) as { order_id: string; item: string; quantity: number };
+    return order;
   },
   probe: async (_args, _intent, { key }) => {
     const response = await fetch(`${ordersUrl()}/orders/by-key/${encodeURIComponent(key)}`, { redirect: 'error' });

@@ -12,7 +12,7 @@ export async function agentWorkflow(prompt: string): Promise<AgentResult> {
   const tools = await settledAiTools<typeof agentTools>(['edit_file', 'place_order'], { backoff: { initialMs: 100, maxMs: 1_000 } });
   const result = await generateText({
     model: settledModel('scripted-model'),
-    system: 'You keep the team notes and place orders.',
+    instructions: 'You keep the team notes and place orders.',
     prompt,
     tools,
     stopWhen: stepCountIs(8),

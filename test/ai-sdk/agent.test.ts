@@ -32,8 +32,16 @@ const servers: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   // Bundled once, with the plugin's bundler hook (the AI SDK's Web globals first), for every worker process.
-  const plugin = new SettlePlugin({ models: () => fail('no model calls in the bundler'), databaseUrl: inject('databaseUrl'), migrate: false });
-  const bundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('workflows.ts', EXAMPLE)), plugins: [plugin], logger: quiet });
+  const plugin = new SettlePlugin({
+    models: () => fail('no model calls in the bundler'),
+    databaseUrl: inject('databaseUrl'),
+    migrate: false,
+  });
+  const bundle = await bundleWorkflowCode({
+    workflowsPath: fileURLToPath(new URL('workflows.ts', EXAMPLE)),
+    plugins: [plugin],
+    logger: quiet,
+  });
   bundlePath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'settle-ai-sdk-bundle-')), 'bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);
   connection = await Connection.connect({ address: inject('temporalAddress') });
@@ -62,7 +70,13 @@ async function agentWith(script: ScriptedReply[]): Promise<Agent> {
   const notesDir = tempWorkspace('ai-sdk-notes');
   fs.writeFileSync(path.join(notesDir, 'plan.txt'), 'status: draft\n');
   const taskQueue = uniqueId('ai-sdk');
-  const env = { TASK_QUEUE: taskQueue, WORKFLOW_BUNDLE: bundlePath, MODEL_BASE_URL: model.baseUrl, NOTES_DIR: notesDir, ORDERS_URL: orders.url };
+  const env = {
+    TASK_QUEUE: taskQueue,
+    WORKFLOW_BUNDLE: bundlePath,
+    MODEL_BASE_URL: model.baseUrl,
+    NOTES_DIR: notesDir,
+    ORDERS_URL: orders.url,
+  };
   return { taskQueue, notesDir, model, orders, start: () => startWorkerProcess(WORKER, env) };
 }
 
