@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { SettlePlugin } from '../../api/worker';
 import { callKey } from '../../api/testing';
 import { CallStats } from '../../activities/store/call-stats';
@@ -142,6 +142,12 @@ describe('an AI SDK agent whose tools are settled', () => {
     ]);
     const [editStats] = await new CallStats(db).stats({ tool: 'edit_file' });
     expect(editStats!.malformed).toBeGreaterThanOrEqual(1);
+
+    // The AI SDK's loop replays from history as it ran (model replies and tool calls recorded).
+    await Worker.runReplayHistory(
+      { workflowBundle: { code: fs.readFileSync(bundlePath, 'utf8') }, replayName: 'ai-sdk-agent' },
+      await handle.fetchHistory(),
+    );
   }, 240_000);
 
   it('a worker SIGKILLed in the middle of a tool call: the order is applied exactly once, counted at the orders service', async () => {
