@@ -533,7 +533,9 @@ function checkedCall<K extends 'read-only' | 'settled'>(
   try {
     args = parseArgs(registered.definition.args, rawArgs) as Record<string, unknown>;
   } catch (err) {
-    throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, FAILURE.InvalidArgs);
+    // The broken rule as details too: an AI SDK agent counts it for `settle stats` (workflows/ai-sdk.ts).
+    const issue = err instanceof InputError ? [{ field: err.field, rule: err.rule }] : [];
+    throw ApplicationFailure.nonRetryable(`invalid arguments for ${toolName}: ${(err as Error).message}`, FAILURE.InvalidArgs, ...issue);
   }
   return { tool: runnable.tool as never, args };
 }

@@ -40,6 +40,13 @@
 export { SettlePlugin, type SettlePluginOptions } from '../workers/settle-plugin';
 
 /**
+ * What `SettlePlugin({ models })` takes: an AI SDK provider (`createOpenAICompatible({ baseURL, apiKey, name })`)
+ * or `(modelId) => LanguageModelV4`. It runs the workflows' `settledModel(modelId)` calls on this
+ * worker (activity `settleAiGenerate`); the provider's base URL and key never reach history.
+ */
+export type { LanguageModels } from '../activities/ai-sdk/model-call';
+
+/**
  * Defines a tool — a team's, and settle's own built-ins alike (activities/tools/built-in.ts): name,
  * description, zod `args`, a level A0–A3 and, by level, `run` (A0) or `plan` / `prepare` /
  * `execute` / `probe` / `afterSettled` / `compensate` (A1–A3). `execute` receives the call's

@@ -46,6 +46,29 @@ export { compensate } from '../workflows/team-calls';
 export type { CallOptions, SettledOptions, SettledResult, SettledTools } from '../workflows/team-calls';
 export type { Observation } from '../core/observation';
 
+/**
+ * An agent written with the Vercel AI SDK, settled (docs/ai-sdk.md): `settledModel(modelId)` is a
+ * language model whose calls are activities on a worker with `SettlePlugin({ models })`;
+ * `await settledAiTools<typeof teamTools>(['edit_note', 'place_order'])` gives the team's tools as
+ * AI SDK tools whose `execute` is a settled call (the model's `toolCallId` as call id, the step as
+ * turn). A malformed call answers the model with the broken rule and counts for `settle stats`.
+ *
+ * @example
+ * ```ts
+ * import { generateText, stepCountIs } from 'ai';
+ * import { settledAiTools, settledModel } from 'settle/workflow';
+ * import type { teamTools } from './tools';
+ *
+ * export async function agent(prompt: string): Promise<string> {
+ *   const tools = await settledAiTools<typeof teamTools>(['edit_note', 'place_order']);
+ *   const { text } = await generateText({ model: settledModel('gpt-4.1'), tools, prompt, stopWhen: stepCountIs(8) });
+ *   return text;
+ * }
+ * ```
+ */
+export { settledAiTools, settledModel } from '../workflows/ai-sdk';
+export type { SettledAiTools, SettledModelOptions } from '../workflows/ai-sdk';
+
 /** settle's ready-made trajectory workflow, with its updates, queries and types (driven by `SettleClient`). */
 export * from '../workflows/definitions';
 export { trajectoryWorkflow } from '../workflows/index';

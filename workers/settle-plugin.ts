@@ -5,8 +5,12 @@
  * worker options settle's recovery relies on, unless the worker's own options set them.
  */
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SimplePlugin } from '@temporalio/plugin';
-import type { WorkerOptions } from '@temporalio/worker';
+import type { BundleOptions, WorkerOptions } from '@temporalio/worker';
+import { aiModelActivities, type LanguageModels } from '../activities/ai-sdk/model-call';
+import { aiToolActivities } from '../activities/ai-sdk/tool-descriptions';
 import { createActivities } from '../activities/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { migrateToLatest, openDatabase } from '../activities/store/database';
@@ -18,6 +22,11 @@ import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 import { ToolRegistry } from '../activities/tools/registry';
 import type { AnyTeamTool } from '../activities/tools/team-tool';
 import type { SideEffectLevel } from '../core/tools/catalog';
+
+/** Prepended to the workflow bundle's entries when the plugin runs AI SDK models. */
+const AI_SDK_GLOBALS = fileURLToPath(
+  new URL(`../workflows/ai-sdk-globals${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+);
 
 /** How long one workflow activation may run before the SDK aborts it (create-worker.ts says why it is long). */
 const ISOLATE_EXECUTION_TIMEOUT = '2 minutes';
@@ -45,17 +54,40 @@ export interface SettlePluginOptions {
   leaseSweeper?: Omit<LeaseSweeperOptions, 'identity' | 'onError'>;
   /** Where warnings go (default: stderr). */
   warn?: (line: string) => void;
+  /**
+   * The AI SDK provider that runs `settledModel(modelId)` calls from the workflows (docs/ai-sdk.md),
+   * e.g. `createOpenAICompatible({ baseURL, apiKey, name })`. Set, it also puts the Web globals
+   * the AI SDK needs into the workflow bundle.
+   */
+  models?: LanguageModels;
 }
 
 export class SettlePlugin extends SimplePlugin {
   /** The tools the plugin's activities run: the built-ins and the team's. */
   readonly registry: ToolRegistry;
+  private readonly aiSdk: boolean;
 
   /** Throws a one-line error for a refused tool definition, a missing DATABASE_URL or an invalid key set. */
   constructor(options: SettlePluginOptions = {}) {
     const parts = settleWorkerParts(options);
     super({ name: 'settle', activities: parts.activities, runContext: parts.runContext });
     this.registry = parts.registry;
+    this.aiSdk = options.models !== undefined;
+  }
+
+  /** With `models`: the AI SDK's Web globals installed before any workflow code is evaluated. */
+  override configureBundler(options: BundleOptions): BundleOptions {
+    const configured = super.configureBundler(options);
+    if (!this.aiSdk) return configured;
+    const previous = configured.webpackConfigHook;
+    return {
+      ...configured,
+      webpackConfigHook: (config) => {
+        const hooked = previous ? previous(config) : config;
+        const entries = hooked.entry === undefined ? [] : Array.isArray(hooked.entry) ? hooked.entry : [hooked.entry];
+        return { ...hooked, entry: [AI_SDK_GLOBALS, ...(entries as string[])] };
+      },
+    };
   }
 
   /** settle's activities appended; the worker options its recovery needs, unless the worker sets its own. */
@@ -101,5 +133,10 @@ function settleWorkerParts(options: SettlePluginOptions) {
       await db.destroy();
     }
   };
-  return { registry, activities: createActivities({ store, identity, keyRing, policy, operatorKeys, registry }), runContext };
+  const activities = {
+    ...createActivities({ store, identity, keyRing, policy, operatorKeys, registry }),
+    ...aiToolActivities(options.tools ?? []),
+    ...aiModelActivities(options.models),
+  };
+  return { registry, activities, runContext };
 }

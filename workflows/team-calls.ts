@@ -218,7 +218,7 @@ export async function compensate(options: SettledOptions = {}): Promise<Compensa
 /** The registry refused the call (unknown tool, invalid arguments): the workflow sees the refusal itself, not its activity wrapper. */
 function refusedCall(err: unknown): never {
   if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable) {
-    throw ApplicationFailure.nonRetryable(err.cause.message, err.cause.type);
+    throw ApplicationFailure.nonRetryable(err.cause.message, err.cause.type, ...(err.cause.details ?? []));
   }
   throw err;
 }
