@@ -52,7 +52,7 @@
  *   a TextEncoder. KEY_PATTERN and TOOL_NAME_PATTERN are exported, hence frozen: never hand them
  *   to zod's `.regex()` (it writes `lastIndex`).
  * - core/errors.ts: one Error subclass (frozen constructor; instances are per workflow).
- * - core/calls.ts, core/capability/access.ts, core/failures.ts, core/history-budget.ts,
+ * - core/calls.ts, core/capability/access.ts, core/capability/rights.ts, core/failures.ts, core/history-budget.ts,
  *   core/jcs.ts, core/json-limits.ts, core/observation.ts, core/operator-details.ts,
  *   core/reserved-variables.ts, core/tools/compensation.ts, core/trajectory-ids.ts, core/validation.ts:
  *   constants and pure functions only.
@@ -87,6 +87,7 @@ export const PRELOADED_SOURCES = [
   'core/zod-preload.ts',
   'core/calls.ts',
   'core/capability/access.ts',
+  'core/capability/rights.ts',
   'core/capability/rules.ts',
   'core/capability/subagent.ts',
   'core/capability/token.ts',
