@@ -44,6 +44,15 @@ export { settled } from '../workflows/team-calls';
  */
 export { compensate } from '../workflows/team-calls';
 export type { CallOptions, SettledOptions, SettledResult, SettledTools } from '../workflows/team-calls';
+
+/**
+ * The built-ins a team's workflow calls through settled(), as a type: `http_request` (docs/http-request.md),
+ * which needs no workspace, only a capability (`settled({ capability })`, its host: objects the
+ * call's reach). `settled<typeof teamTools | BuiltIns>({ capability })` types them next to the
+ * team's own tools. The file and shell built-ins need a trajectory's workspace: settled() refuses them.
+ */
+export type { BuiltIns } from '../activities/tools/built-in';
+export type { HttpResponse } from '../activities/tools/http-request';
 export type { Observation } from '../core/observation';
 
 /**
