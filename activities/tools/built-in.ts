@@ -141,3 +141,8 @@ export const builtInTools = lazy((): Record<ToolName, AnyTeamTool> => ({
   // Written as a team's tool would be (docs/http-request.md); its capability mapping is the catalog's.
   [HTTP_REQUEST]: defineTool({ ...httpRequest, access: accessOf(HTTP_REQUEST) }) as AnyTeamTool,
 }));
+
+/** The built-ins a team's workflow may call (WORKSPACE_FREE_BUILT_INS), as their definitions. */
+export function workspaceFreeBuiltIns(): AnyTeamTool[] {
+  return Object.values(builtInTools()).filter((tool) => WORKSPACE_FREE_BUILT_INS.has(tool.name));
+}
