@@ -58,7 +58,8 @@ export type { Observation } from '../core/observation';
 /**
  * An agent written with the Vercel AI SDK, settled (docs/ai-sdk.md): `settledModel(modelId)` is a
  * language model whose calls are activities on a worker with `SettlePlugin({ models })`;
- * `await settledAiTools<typeof teamTools>(['edit_note', 'place_order'])` gives the team's tools as
+ * `await settledAiTools<typeof teamTools>(['edit_note', 'place_order'])` gives the team's tools (and,
+ * typed by `BuiltIns` and with a capability, the built-in `http_request`) as
  * AI SDK tools whose `execute` is a settled call (the model's `toolCallId` as call id, the step as
  * turn). A malformed call answers the model with the broken rule and counts for `settle stats`.
  *
