@@ -141,7 +141,11 @@ async function callTool(
   }
   const turn = call?.turn ?? 0;
   // Whether a capability comes with the call: a built-in without one is refused by the worker.
-  const described = await describeTeamCall({ tool, args: rawArgs, capability: options.capability !== undefined }).catch(refusedCall);
+  const described = await describeTeamCall({
+    tool,
+    args: rawArgs,
+    capability: options.capability !== undefined && options.capability !== null,
+  }).catch(refusedCall);
   const trajectoryId = workflowInfo().workflowId;
   // Throws InputError naming `call_id` or `turn` when they are malformed.
   const key = deriveKey({ trajectoryId, turn, callId: call?.callId, tool, args: described.args });
