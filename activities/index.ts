@@ -31,6 +31,7 @@ import { verifyCredential } from './operator/operator-credentials';
 import { InputError, errorMessage } from '../core/errors';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from './settled/watch-record';
 import { ToolRegistry } from './tools/registry';
+import { WORKSPACE_FREE_BUILT_INS } from './tools/built-in';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
 import type { ModelReply } from '../core/model/chat';
 import type { ReadOnlyTool } from './tools/read-only-tool';
@@ -161,7 +162,7 @@ export function createActivities({
   ): Promise<{ denied: { component: string; reason: string } | null; network: boolean; egress?: string[] }> {
     const registered = registry.get(tool);
     // A team's workflow has no workspace (''); a trajectory always has one, and it must be inside the root.
-    if (registered?.builtIn || workspace !== '') {
+    if (registered?.needsWorkspace || workspace !== '') {
       const outside = await workspaceRefusal(workspace, policy.workspaceRoot);
       if (outside) return { denied: { component: POLICY, reason: outside }, network: false };
     }
@@ -211,16 +212,27 @@ export function createActivities({
      * A team tool's call from a team's workflow (api/workflow.ts, run as a local activity, so its
      * answer is in history and replay never asks again): the arguments validated by the worker's
      * registry, the tool's level and whether it has a probe. Refuses (non-retryable) an unknown
-     * tool, a built-in one (they run in settle's trajectory) and invalid arguments, naming the field.
+     * tool, a built-in that needs a workspace (it runs in settle's trajectory), a workspace-free
+     * built-in (http_request) without a capability, and invalid arguments, naming the field.
      */
-    async describeTeamCall(input: { tool: string; args: unknown }): Promise<DescribedTeamCall> {
+    async describeTeamCall(input: { tool: string; args: unknown; capability?: boolean }): Promise<DescribedTeamCall> {
       const registered = registry.get(input.tool);
-      if (!registered || registered.builtIn) {
+      if (!registered || registered.needsWorkspace) {
         throw ApplicationFailure.nonRetryable(
           registered
-            ? `${input.tool} is a built-in tool: it runs in settle's trajectory workflow`
+            ? `${input.tool} is a built-in tool that needs a workspace: it runs in settle's trajectory workflow ` +
+                `(a team workflow's settled() calls its own tools and ${[...WORKSPACE_FREE_BUILT_INS].join(', ')})`
             : `unknown tool ${input.tool} (not registered on this worker)`,
           FAILURE.UnknownTool,
+        );
+      }
+      // A built-in's reach is the capability's objects alone (http_request: its host: objects);
+      // without one it could reach nothing, so it is refused here, before anything is claimed or sent.
+      if (registered.builtIn && input.capability !== true) {
+        throw ApplicationFailure.nonRetryable(
+          `${input.tool} needs a capability: pass settled({ capability }) one with the connect right and ` +
+            'host: objects for the hosts it calls (settle cap mint)',
+          FAILURE.CapabilityRequired,
         );
       }
       const { args } = checkedCall(registry, input.tool, input.args, registered.level === 'A0' ? 'read-only' : 'settled');

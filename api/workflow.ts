@@ -44,12 +44,22 @@ export { settled } from '../workflows/team-calls';
  */
 export { compensate } from '../workflows/team-calls';
 export type { CallOptions, SettledOptions, SettledResult, SettledTools } from '../workflows/team-calls';
+
+/**
+ * The built-ins a team's workflow calls through settled(), as a type: `http_request` (docs/http-request.md),
+ * which needs no workspace, only a capability (`settled({ capability })`, its host: objects the
+ * call's reach). `settled<typeof teamTools | BuiltIns>({ capability })` types them next to the
+ * team's own tools. The file and shell built-ins need a trajectory's workspace: settled() refuses them.
+ */
+export type { BuiltIns } from '../activities/tools/built-in';
+export type { HttpResponse } from '../activities/tools/http-request';
 export type { Observation } from '../core/observation';
 
 /**
  * An agent written with the Vercel AI SDK, settled (docs/ai-sdk.md): `settledModel(modelId)` is a
  * language model whose calls are activities on a worker with `SettlePlugin({ models })`;
- * `await settledAiTools<typeof teamTools>(['edit_note', 'place_order'])` gives the team's tools as
+ * `await settledAiTools<typeof teamTools>(['edit_note', 'place_order'])` gives the team's tools (and,
+ * typed by `BuiltIns` and with a capability, the built-in `http_request`) as
  * AI SDK tools whose `execute` is a settled call (the model's `toolCallId` as call id, the step as
  * turn). A malformed call answers the model with the broken rule and counts for `settle stats`.
  *

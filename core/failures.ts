@@ -32,6 +32,11 @@ export const FAILURE = {
    * refused before anything changed.
    */
   OperatorAuthority: 'SettleOperatorAuthority',
+  /**
+   * A team workflow called a tool that needs a capability (http_request: its reach is the
+   * capability's host: objects) without passing one to settled({ capability }): nothing ran.
+   */
+  CapabilityRequired: 'SettleCapabilityRequired',
   /** The model driver's configuration cannot work on this worker (e.g. its API key variable). */
   ModelConfig: 'SettleModelConfig',
   /** The model server refused the request for good (4xx other than rate limits). */

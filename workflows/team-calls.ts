@@ -89,6 +89,7 @@ type ArgsOf<T> = T extends TeamTool<string, infer S, unknown, unknown> ? z.input
 export type SettledTools<Tools> = {
   [T in ToolsOf<Tools> as T['name']]: (args: ArgsOf<T>, call: CallOptions) => Promise<SettledResult<ResultOf<T>>>;
 };
+/** Distributes over a union, so `typeof teamTools | BuiltIns` names the team's tools and the built-ins. */
 type ToolsOf<Tools> = Tools extends readonly AnyTeamTool[]
   ? Tools[number]
   : Tools extends Record<string, AnyTeamTool>
@@ -139,7 +140,12 @@ async function callTool(
     );
   }
   const turn = call?.turn ?? 0;
-  const described = await describeTeamCall({ tool, args: rawArgs }).catch(refusedCall);
+  // Whether a capability comes with the call: a built-in without one is refused by the worker.
+  const described = await describeTeamCall({
+    tool,
+    args: rawArgs,
+    capability: options.capability !== undefined && options.capability !== null,
+  }).catch(refusedCall);
   const trajectoryId = workflowInfo().workflowId;
   // Throws InputError naming `call_id` or `turn` when they are malformed.
   const key = deriveKey({ trajectoryId, turn, callId: call?.callId, tool, args: described.args });

@@ -118,6 +118,20 @@ export const spawnSubagentTool = lazy(() =>
   }),
 );
 
+/**
+ * The built-ins a team's own workflow may call through settled() (workflows/team-calls.ts): they
+ * need no workspace, only a capability. The file and shell tools need a trajectory's workspace.
+ */
+export const WORKSPACE_FREE_BUILT_INS: ReadonlySet<string> = new Set([HTTP_REQUEST]);
+
+/**
+ * The built-ins a team's workflow may call, as a type: `settled<typeof teamTools | BuiltIns>()`
+ * (docs/plugin.md). Their implementations stay on the worker: every worker registers them.
+ */
+export type BuiltIns = {
+  readonly [HTTP_REQUEST]: typeof httpRequest;
+};
+
 /** The catalog's tools, one definition each. */
 export const builtInTools = lazy((): Record<ToolName, AnyTeamTool> => ({
   [BASH_EXECUTE]: settledBuiltIn(BASH_EXECUTE, bashExecuteArgs(), bashExecute),
@@ -127,3 +141,8 @@ export const builtInTools = lazy((): Record<ToolName, AnyTeamTool> => ({
   // Written as a team's tool would be (docs/http-request.md); its capability mapping is the catalog's.
   [HTTP_REQUEST]: defineTool({ ...httpRequest, access: accessOf(HTTP_REQUEST) }) as AnyTeamTool,
 }));
+
+/** The built-ins a team's workflow may call (WORKSPACE_FREE_BUILT_INS), as their definitions. */
+export function workspaceFreeBuiltIns(): AnyTeamTool[] {
+  return Object.values(builtInTools()).filter((tool) => WORKSPACE_FREE_BUILT_INS.has(tool.name));
+}

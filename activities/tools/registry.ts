@@ -8,7 +8,7 @@ import { isToolName, levelAtLeast, type SideEffectLevel } from '../../core/tools
 import { lintDocument } from '../../core/lint/index';
 import type { Observation } from '../../core/observation';
 import type { SettledTool } from '../settled/settled-tool';
-import { builtInTools, spawnSubagentTool } from './built-in';
+import { builtInTools, spawnSubagentTool, WORKSPACE_FREE_BUILT_INS } from './built-in';
 import type { ReadOnlyTool } from './read-only-tool';
 import { publishTeamTool, readOnlyToolOf, settledToolOf, type AnyTeamTool } from './team-tool';
 
@@ -22,6 +22,12 @@ export interface RegisteredTool {
   builtIn: boolean;
   /** Where the call runs: an activity, or (spawn_subagent) the trajectory's child workflow. */
   runsIn: 'activity' | 'workflow';
+  /**
+   * Whether its calls need a trajectory's workspace (the file and shell built-ins, spawn_subagent):
+   * those run only in settle's trajectory workflow. A team's tools and http_request need none, so
+   * a team's own workflow calls them through settled().
+   */
+  needsWorkspace: boolean;
 }
 
 export interface RegistryOptions {
@@ -76,7 +82,14 @@ export class ToolRegistry {
     if (level !== 'A0' && tool.level === 'A0') {
       throw new Error(`SettlePlugin levels: ${tool.name} is read-only (A0, run); raising it needs execute and probe`);
     }
-    this.tools.set(tool.name, { definition: tool, level, probes: tool.level !== 'A0' && tool.probe !== undefined, builtIn, runsIn });
+    this.tools.set(tool.name, {
+      definition: tool,
+      level,
+      probes: tool.level !== 'A0' && tool.probe !== undefined,
+      builtIn,
+      runsIn,
+      needsWorkspace: builtIn && !WORKSPACE_FREE_BUILT_INS.has(tool.name),
+    });
   }
 
   get(name: string): RegisteredTool | undefined {

@@ -1,9 +1,9 @@
 /**
- * The agent's tools (worker side; the workflow imports them as types only):
- *   edit_file    A2 — replaces text in a file of the notes directory; its probe reads the file.
- *   place_order  A1 — an HTTP POST to the orders service with settle's key as `Idempotency-Key`;
- *                its probe asks the service whether it holds an order under that key.
- * The worker's environment names the places: NOTES_DIR and ORDERS_URL (never the model's arguments).
+ * The agent's own tool (worker side; the workflow imports it as a type only):
+ *   edit_file  A2 — replaces text in a file of the notes directory; its probe reads the file.
+ * Its HTTP calls are settle's built-in http_request (A1: settle's key goes downstream as
+ * `Idempotency-Key`), reaching only the hosts the workflow's capability grants.
+ * The worker's environment names the notes directory: NOTES_DIR (never the model's arguments).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +11,6 @@ import { z } from 'zod';
 import { defineTool, NoEffect } from '../../api/worker';
 
 const notesDir = () => process.env.NOTES_DIR ?? path.resolve('notes');
-const ordersUrl = () => process.env.ORDERS_URL ?? 'http://127.0.0.1:8080';
 
 /** A2: one text replacement in a note; applied once, even when the worker dies mid-way. */
 export const editFile = defineTool({
@@ -26,6 +25,8 @@ export const editFile = defineTool({
     replace: z.string().max(2000).describe('The text to put in its place'),
   }),
   level: 'A2',
+  // What a capability must grant: writing that note (the workflow's capability names the notes directory).
+  access: (args) => ({ right: 'write', target: { kind: 'path', path: path.join(notesDir(), args.file) } }),
   execute: async (args, { assertLeaseHeld }) => {
     const file = path.join(notesDir(), args.file);
     const text = fs.readFileSync(file, 'utf8');
@@ -51,37 +52,4 @@ export const editFile = defineTool({
   },
 });
 
-/** A1: the orders service deduplicates by `Idempotency-Key`, so settle's key is sent with the request. */
-export const placeOrder = defineTool({
-  name: 'place_order',
-  description: 'Places an order for an item with the orders service (an HTTP POST).',
-  args: z.strictObject({
-    item: z
-      .string()
-      .regex(/^[a-z0-9-]{1,64}$/)
-      .describe('The item code, e.g. blue-pen'),
-    quantity: z.number().int().min(1).max(100).describe('How many, 1 to 100'),
-  }),
-  level: 'A1',
-  execute: async (args, { key, assertLeaseHeld }) => {
-    assertLeaseHeld();
-    const response = await fetch(`${ordersUrl()}/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key },
-      body: JSON.stringify(args),
-      redirect: 'error',
-    });
-    if (response.status >= 400 && response.status < 500) throw new NoEffect(`the orders service refused the order (${response.status})`);
-    if (!response.ok) throw new Error(`the orders service answered ${response.status}`);
-    const order = (await response.json()) as { order_id: string; item: string; quantity: number };
-    return order;
-  },
-  probe: async (_args, _intent, { key }) => {
-    const response = await fetch(`${ordersUrl()}/orders/by-key/${encodeURIComponent(key)}`, { redirect: 'error' });
-    if (response.status === 404) return { verdict: 'not_applied', detail: 'the orders service has no order under this key' };
-    if (!response.ok) return { verdict: 'unknown', detail: `the orders service answered ${response.status}` };
-    return { verdict: 'applied', result: await response.json(), detail: 'the orders service holds the order' };
-  },
-});
-
-export const agentTools = [editFile, placeOrder] as const;
+export const agentTools = [editFile] as const;

@@ -1,7 +1,9 @@
 /**
  * The agent's worker: the team's tools and the model provider through SettlePlugin.
  *   TEMPORAL_ADDRESS, DATABASE_URL, TASK_QUEUE, MODEL_BASE_URL (an OpenAI-compatible server),
- *   NOTES_DIR, ORDERS_URL; WORKFLOW_BUNDLE: a bundle made with the same plugin (else it bundles workflows.ts).
+ *   NOTES_DIR; WORKFLOW_BUNDLE: a bundle made with the same plugin (else it bundles workflows.ts).
+ * The operator's settings SettlePlugin reads: SETTLE_CAP_KEYS (to check the workflow's capability)
+ * and, for an orders service on a loopback address, SETTLE_EGRESS_ALLOW_INTERNAL (host:port).
  */
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
