@@ -300,17 +300,22 @@ async function callUntilAnswered(
 
 /** SIGKILL of the gateway holding a random IN_FLIGHT call (its worker's identity: SettlePlugin's default), else of a random gateway. */
 async function killGatewayHoldingCall(slots: GatewaySlot[], inspector: pg.Pool, random: () => number, faults: Fault[]): Promise<void> {
-  const rows = await inspector
-    .query<{ key: string; holder: string }>(
-      "select key, holder from settle_endpoint_records where state = 'IN_FLIGHT' and holder is not null",
-    )
-    .then((r) => r.rows)
-    .catch(() => []);
   const identity = (slot: GatewaySlot) => `settle-worker@${os.hostname()}:${slot.process?.pid}`;
-  const targets = rows.flatMap((r) => {
-    const slot = slots.find((s) => s.ready && r.holder.startsWith(`${identity(s)}#`));
-    return slot ? [{ key: r.key, slot }] : [];
-  });
+  // Calls are sparse next to a gateway's restart: look for one in flight for up to 2 s.
+  let targets: { key: string; slot: GatewaySlot }[] = [];
+  for (let look = 0; look < 20 && targets.length === 0; look++) {
+    if (look > 0) await sleep(100);
+    const rows = await inspector
+      .query<{ key: string; holder: string }>(
+        "select key, holder from settle_endpoint_records where state = 'IN_FLIGHT' and holder is not null",
+      )
+      .then((r) => r.rows)
+      .catch(() => []);
+    targets = rows.flatMap((r) => {
+      const slot = slots.find((s) => s.ready && r.holder.startsWith(`${identity(s)}#`));
+      return slot ? [{ key: r.key, slot }] : [];
+    });
+  }
   const target = targets[Math.floor(random() * targets.length)];
   const ready = slots.filter((s) => s.ready);
   const victim = target?.slot ?? ready[Math.floor(random() * ready.length)];
