@@ -94,6 +94,26 @@ const teamTools = (
   faultsForMs,
 });
 
+/**
+ * MCP calls through the gateway: an SDK client calls the reference filesystem server's edit_file
+ * through `settle mcp serve --http` processes (`workers` of them, one session trajectory), and the
+ * gateway holding a running call is SIGKILLed with its upstream every 2–5 s and started again; the
+ * client sends a call whose gateway died again, with the same call id, to any live gateway. Half
+ * the calls pause 1 s before the upstream call and half 1 s after it, to be caught in either phase.
+ */
+const mcpGateway = (
+  size: { workers: number; orchestrated: number; scripted: number; spreadMs?: number; timeoutMs: number },
+  faultsForMs: number,
+): Scenario => ({
+  name: 'mcp-gateway-sigkill',
+  description: `an MCP client's edit_file calls through settle mcp serve gateways in front of @modelcontextprotocol/server-filesystem; SIGKILL every 2–5 s of the gateway (and its upstream) holding a random in-flight call, restarted at once; calls resent with the same call id; kills for the first ${faultsForMs / 1000} s`,
+  workload: 'mcp-gateway',
+  ...size,
+  effectsEach: 1,
+  failpoints: 'mcp.before_call=sleep:1000@0.5,mcp.after_call=sleep:1000@0.5',
+  faultsForMs,
+});
+
 const workload = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, timeoutMs: 8 * 60_000 };
 /**
  * The quick set: a steady stream of trajectories, started evenly over 30 s, so that each fault
@@ -171,6 +191,7 @@ export const FULL: Scenario[] = [
     faults: temporalRestarts,
   },
   teamTools({ ...workload, orchestrated: 32, scripted: 32 }, 3 * 60_000),
+  mcpGateway({ workers: 2, orchestrated: 32, scripted: 32, spreadMs: 60_000, timeoutMs: 8 * 60_000 }, 2 * 60_000),
 ];
 
 export const QUICK: Scenario[] = [
@@ -207,4 +228,5 @@ export const QUICK: Scenario[] = [
     faults: temporalRestarts,
   },
   teamTools({ ...small, orchestrated: 12, scripted: 12 }, 40_000),
+  mcpGateway({ workers: 2, orchestrated: 9, scripted: 9, spreadMs: 30_000, timeoutMs: 5 * 60_000 }, 40_000),
 ];

@@ -15,6 +15,7 @@ import { Cluster, type Fault } from './cluster';
 import { countEffects } from './effects';
 import { percentile, recoveries, renewalRate, type CallTrail, type Recovery } from './metrics';
 import { Sre } from './sre';
+import { runMcpGatewayScenario } from './mcp-gateway';
 import { runTeamToolsScenario } from './team-tools';
 import { approveWhileRunning, planTrajectories, runTrajectory, type TrajectoryReport } from './workload';
 
@@ -48,9 +49,11 @@ export interface Scenario {
   /**
    * What runs: settle's trajectories of file edits and shell commands (default), or examples/team-tools —
    * a team's own worker, workflow and tools (an HTTP call and a ledger line) through settle's plugin
-   * (chaos/harness/team-tools.ts; `orchestrated + scripted` workflows, two calls each).
+   * (chaos/harness/team-tools.ts; `orchestrated + scripted` workflows, two calls each) — or MCP calls through
+   * `settle mcp serve` gateway processes (chaos/harness/mcp-gateway.ts; `workers` gateways, `orchestrated +
+   * scripted` calls, one file edit each).
    */
-  workload?: 'trajectories' | 'team-tools';
+  workload?: 'trajectories' | 'team-tools' | 'mcp-gateway';
 }
 
 export interface ScenarioEnvironment {
@@ -111,6 +114,7 @@ export interface Stats {
 
 export async function runScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
   if (scenario.workload === 'team-tools') return runTeamToolsScenario(scenario, env);
+  if (scenario.workload === 'mcp-gateway') return runMcpGatewayScenario(scenario, env);
   const random = mulberry32(env.seed);
   const dir = path.join(env.dir, scenario.name);
   fs.rmSync(dir, { recursive: true, force: true });

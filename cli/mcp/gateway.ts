@@ -3,7 +3,7 @@
  * MCP server. It lists the upstream's tools unchanged (their lint findings go to the log), and
  * runs every tools/call under the operator's registry and the session's capability: A0 forwarded,
  * A1/A2 as a settled call in the session's trajectory workflow (run by this process's own worker,
- * whose tools call the upstream), A3 refused for now.
+ * whose tools call the upstream); an A3 call waits there for `settle approve` (or is denied).
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -133,11 +133,6 @@ async function callTool(ctx: CallContext, name: string, args: Record<string, unk
       return toolError(`settle: ${ctx.registry.server} did not answer ${name}: ${errorMessage(err)}`);
     }
   }
-  if (tool.level === 'A3') {
-    return toolError(
-      `settle: ${name} is A3 (needs an operator's approval); the gateway does not run A3 tools yet: the operator may list it at A2`,
-    );
-  }
   if (clientCallId !== undefined && (typeof clientCallId !== 'string' || clientCallId.length === 0 || clientCallId.length > 255)) {
     return toolError(`settle: _meta["${CALL_ID_META}"] must be a text of 1 to 255 characters`);
   }
@@ -149,6 +144,8 @@ async function callTool(ctx: CallContext, name: string, args: Record<string, unk
   } catch (err) {
     return toolError(`settle: ${err instanceof InputError ? err.message : errorMessage(err)}`);
   }
+  // An A3 call waits in the session's workflow for `settle approve` (its key is the update id); the MCP call stays pending.
+  if (tool.level === 'A3') ctx.log(`settle mcp: ${name} (A3) waits for an operator: settle approve ${ctx.trajectoryId} ${updateId}`);
   try {
     const settled = await ctx.handle.executeUpdate(mcpCallUpdate, { args: [{ tool: name, args, callId, turn: 0 }], updateId });
     const meta = { 'io.settle/key': settled.key, 'io.settle/resolution': settled.resolution, 'io.settle/state': settled.state };
