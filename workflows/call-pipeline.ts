@@ -20,10 +20,10 @@ import { isCompensationCallId } from '../core/tools/compensation';
 import { parseArgs } from '../core/validation';
 import { ProposedCallSchema } from '../core/trajectory-input';
 import type { ReadOnlyResult, SettleActivities } from '../activities/index';
-import type { CallReport, TrajectoryInput } from './definitions';
+import type { CallReport } from './definitions';
 import { deniedByCapability, SettledCall, type SettledCallOptions } from './settled-call';
 import { spawnSubagent } from './subagent';
-import type { TrajectoryState } from './trajectory-state';
+import type { CallContext } from './call-context';
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 
@@ -46,12 +46,6 @@ const { runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
-
-export interface CallContext {
-  trajectoryId: string;
-  input: TrajectoryInput;
-  state: TrajectoryState;
-}
 
 /** A call that passed validation: its catalog tool, level and the arguments as they will execute. */
 interface ValidCall {
