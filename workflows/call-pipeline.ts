@@ -9,7 +9,7 @@
 import { condition, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
-import { InputError } from '../core/errors';
+import { asError, InputError } from '../core/errors';
 import { codeSpan, SETTLE_COMMAND, shellWord, waitDetails } from '../core/operator-details';
 import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
@@ -86,7 +86,7 @@ export function runCall(ctx: CallContext, turn: number, call: ProposedCall, orig
     const checked = valid;
     return finalKey(ctx, turn, call, checked).then((key) => runValid(ctx, report, call, checked, key));
   } catch (err) {
-    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    return Promise.reject(asError(err));
   }
 }
 
