@@ -14,6 +14,11 @@ export class InputError extends Error {
   }
 }
 
+/** Whatever was thrown, as an Error (a thrown string or object becomes the Error's message). */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
 /** What went wrong, for a log line or an observation: an Error's message, or whatever was thrown, as text. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

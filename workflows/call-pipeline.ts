@@ -9,7 +9,7 @@
 import { condition, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
-import { InputError } from '../core/errors';
+import { asError, InputError } from '../core/errors';
 import { codeSpan, SETTLE_COMMAND, shellWord, waitDetails } from '../core/operator-details';
 import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
@@ -20,10 +20,10 @@ import { isCompensationCallId } from '../core/tools/compensation';
 import { parseArgs } from '../core/validation';
 import { ProposedCallSchema } from '../core/trajectory-input';
 import type { ReadOnlyResult, SettleActivities } from '../activities/index';
-import type { CallReport, TrajectoryInput } from './definitions';
+import type { CallReport } from './definitions';
 import { deniedByCapability, SettledCall, type SettledCallOptions } from './settled-call';
 import { spawnSubagent } from './subagent';
-import type { TrajectoryState } from './trajectory-state';
+import type { CallContext } from './call-context';
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 
@@ -46,12 +46,6 @@ const { runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
-
-export interface CallContext {
-  trajectoryId: string;
-  input: TrajectoryInput;
-  state: TrajectoryState;
-}
 
 /** A call that passed validation: its catalog tool, level and the arguments as they will execute. */
 interface ValidCall {
@@ -92,7 +86,7 @@ export function runCall(ctx: CallContext, turn: number, call: ProposedCall, orig
     const checked = valid;
     return finalKey(ctx, turn, call, checked).then((key) => runValid(ctx, report, call, checked, key));
   } catch (err) {
-    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    return Promise.reject(asError(err));
   }
 }
 

@@ -57,6 +57,12 @@ export interface CallReport {
 
 export type TrajectoryOutcome = 'completed' | 'failed' | 'cancelled';
 
+/**
+ * The trajectory workflow's signature, for starting one as a child without importing the
+ * workflow (trajectory.ts checks that its function has this type).
+ */
+export type TrajectoryWorkflow = (input: TrajectoryInput) => Promise<TrajectoryResult>;
+
 export interface TrajectoryResult {
   trajectoryId: string;
   outcome: TrajectoryOutcome;

@@ -34,7 +34,7 @@ import type { Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
 import type { WatchedRecord } from '../activities/settled/watch-record';
 import type { CallReport, SettleCallInput } from './definitions';
-import type { CallContext } from './call-pipeline';
+import type { CallContext } from './call-context';
 import type { TrajectoryState } from './trajectory-state';
 
 /**

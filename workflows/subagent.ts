@@ -12,10 +12,9 @@ import { failed, ok } from '../core/observation';
 import { childId as childIdFor } from '../core/trajectory-ids';
 import type { SpawnSubagentArgs } from '../core/capability/subagent';
 import type { SettleActivities } from '../activities/index';
-import type { CallReport, TrajectoryInput, TrajectoryResult } from './definitions';
+import type { CallReport, TrajectoryInput, TrajectoryResult, TrajectoryWorkflow } from './definitions';
 import { initialSearchAttributes } from './search-attributes';
-import type { CallContext } from './call-pipeline';
-import type { trajectoryWorkflow } from './trajectory';
+import type { CallContext } from './call-context';
 
 const { attenuateCapability, closeChildBudget } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
@@ -70,7 +69,7 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
     ...(input.approvalTimeoutMs ? { approvalTimeoutMs: input.approvalTimeoutMs } : {}),
   };
   try {
-    const result: TrajectoryResult = await executeChild<typeof trajectoryWorkflow>('trajectoryWorkflow', {
+    const result: TrajectoryResult = await executeChild<TrajectoryWorkflow>('trajectoryWorkflow', {
       workflowId: childId,
       args: [childInput],
       // Visible as running, under its parent, from its start (patches.ts PATCH_SETTLE_2026_12).

@@ -34,7 +34,8 @@ import { approveWithAuthority } from './operator-authority';
 import { Patches } from './patches';
 import { applyOperatorVerdict, DEFAULT_LEASE_MS } from './settled-call';
 import { TrajectoryState } from './trajectory-state';
-import { settleValidCall, type CallContext } from './call-pipeline';
+import { settleValidCall } from './call-pipeline';
+import type { CallContext } from './call-context';
 import type { z } from 'zod';
 
 const { describeTeamCall, describeCompensation } = proxyLocalActivities<SettleActivities>({

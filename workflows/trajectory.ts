@@ -34,7 +34,8 @@ import { isReservedChildId, parentOfChildId, RESERVED_CHILD_ID_RULE } from '../c
 import { parseArgs } from '../core/validation';
 import { compensationCallId, compensationFor, isCompensationCallId } from '../core/tools/compensation';
 import type { SettleActivities } from '../activities/index';
-import { countProposal, runCall, type CallContext } from './call-pipeline';
+import { countProposal, runCall } from './call-pipeline';
+import type { CallContext } from './call-context';
 import { applyOperatorVerdict, PATCH_WAIT_FOR_CANCELLED_ACTIVITIES } from './settled-call';
 import {
   approveCallUpdate,
@@ -55,6 +56,7 @@ import {
   type SettleCallInput,
   type TrajectoryInput,
   type TrajectoryResult,
+  type TrajectoryWorkflow,
 } from './definitions';
 import { approveWithAuthority } from './operator-authority';
 import { Patches } from './patches';
@@ -84,6 +86,9 @@ const { callModel } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '3 minutes',
   retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 5 },
 });
+
+// subagent.ts starts children by this signature without importing this module (no cycle).
+const _startedAsChildBy: TrajectoryWorkflow = trajectoryWorkflow;
 
 export async function trajectoryWorkflow(input: TrajectoryInput): Promise<TrajectoryResult> {
   const trajectoryId = workflowInfo().workflowId;

@@ -10,6 +10,7 @@
  */
 import type { EndpointStore } from '../store/endpoint-store';
 import { emitCallEvent } from '../observability/events';
+import { asError } from '../../core/errors';
 
 export interface LeaseSweeperOptions {
   /** Recorded on each sweep's event (`detail.sweeper`): the worker's identity. */
@@ -97,7 +98,7 @@ export class LeaseSweeper {
         .then(
           () => (this.failing = false),
           (err: unknown) => {
-            if (!this.failing) this.options.onError?.(err instanceof Error ? err : new Error(String(err)));
+            if (!this.failing) this.options.onError?.(asError(err));
             this.failing = true;
           },
         )

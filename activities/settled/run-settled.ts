@@ -178,11 +178,15 @@ type Durable = <T>(what: string, write: () => Promise<T>) => Promise<T>;
  * costs one more busy answer), at most one lease, heartbeating at the renewal pace meanwhile.
  */
 async function untilLapse(leaseUntil: Date, options: RunOptions): Promise<void> {
-  const waitMs = Math.min(Math.max(0, leaseUntil.getTime() - Date.now() + 50), options.leaseMs + 50);
+  await sleepHeartbeating(Math.min(Math.max(0, leaseUntil.getTime() - Date.now() + 50), options.leaseMs + 50), options);
+}
+
+/** Sleeps `ms`, heartbeating at the lease's renewal pace (Temporal's heartbeat timeout is the lease). */
+async function sleepHeartbeating(ms: number, options: RunOptions): Promise<void> {
   const slice = Math.max(10, Math.floor(options.leaseMs / 3));
-  for (let waited = 0; waited < waitMs; waited += slice) {
+  for (let waited = 0; waited < ms; waited += slice) {
     options.heartbeat?.();
-    await new Promise((r) => setTimeout(r, Math.min(slice, waitMs - waited)));
+    await new Promise((r) => setTimeout(r, Math.min(slice, ms - waited)));
   }
 }
 
@@ -200,12 +204,7 @@ function durableWriter(options: RunOptions): Durable {
       } catch (err) {
         if (!isTransientDatabaseError(err)) throw err;
         options.onDatabaseRetry?.(what, err as Error);
-        // Heartbeat at the lease's renewal pace while waiting (Temporal's heartbeat timeout is the lease).
-        const slice = Math.max(10, Math.floor(options.leaseMs / 3));
-        for (let waited = 0, delay = Math.min(250 * 2 ** attempt, 1_000); waited < delay; waited += slice) {
-          options.heartbeat?.();
-          await new Promise((r) => setTimeout(r, Math.min(slice, delay - waited)));
-        }
+        await sleepHeartbeating(Math.min(250 * 2 ** attempt, 1_000), options);
       }
     }
   };

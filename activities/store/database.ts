@@ -3,6 +3,7 @@ import { Kysely, Migrator, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from '../../migrations/index';
 import type { SettleDatabase } from './schema';
+import { asError } from '../../core/errors';
 
 // Postgres `bigint` (event ids, counts) arrives as text; keep it that way, never lose precision.
 
@@ -81,7 +82,7 @@ async function probeDatabase(url: string): Promise<Error | null> {
     await client.query('select 1');
     return null;
   } catch (err) {
-    return err instanceof Error ? err : new Error(String(err));
+    return asError(err);
   } finally {
     await client.end().catch(() => {});
   }

@@ -2,8 +2,6 @@
  * Compensators for A2 (reversible) tools: the call that undoes a completed call, run — settled
  * too, with its own key — in reverse order when a trajectory fails or is cancelled.
  */
-import type { ProposedCall } from '../calls';
-
 export type Compensation = { kind: 'call'; tool: string; args: Record<string, unknown> } | { kind: 'none'; reason: string };
 
 export function compensationFor(tool: string, args: Record<string, unknown>): Compensation {
@@ -31,7 +29,7 @@ export function compensationFor(tool: string, args: Record<string, unknown>): Co
 export const COMPENSATION_SUFFIX = '#compensate';
 
 /** The call id of a compensation, derived so a retried compensation has the same key. */
-export function compensationCallId(call: Pick<ProposedCall, 'call_id'>): string {
+export function compensationCallId(call: { call_id: string }): string {
   return `${call.call_id}${COMPENSATION_SUFFIX}`;
 }
 
