@@ -30,13 +30,13 @@ import { recoveries, renewalRate } from './metrics';
 import {
   callTrails,
   mulberry32,
-  probeable,
   renewalStatements,
-  stats,
   workflowTaskFailures,
   type Scenario,
   type ScenarioEnvironment,
   type ScenarioResult,
+  recoveryFigures,
+  renewalFigures,
 } from './scenario';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -224,14 +224,8 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
     return {
       ...result,
       leftInDoubt: trails.filter((t) => t.state === 'IN_DOUBT').length,
-      recovery: {
-        probeable: stats(recovered.filter(probeable)),
-        all: stats(recovered),
-        unsettled: recovered.unsettled,
-        slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
-      },
-      renewalsPerRunningCallSecond: rate?.perSecond ?? null,
-      renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
+      recovery: recoveryFigures(recovered),
+      ...renewalFigures(rate),
       ...(rate ? {} : { renewalsNote: 'not measured: no renewal statement in pg_stat_statements' }),
       workflowTaskFailures: taskFailures,
       durationS: Math.round((Date.now() - started) / 1000),

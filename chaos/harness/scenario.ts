@@ -323,14 +323,8 @@ function summarize(
     failedTrajectories: reports.filter((r) => r.outcome === 'failed').length,
     failedTurns: reports.reduce((n, r) => n + r.failedTurns, 0),
     unfinished: reports.filter((r) => r.outcome === 'unfinished').length,
-    recovery: {
-      probeable: stats(recovered.filter(probeable)),
-      all: stats(recovered),
-      unsettled: recovered.unsettled,
-      slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
-    },
-    renewalsPerRunningCallSecond: rate?.perSecond ?? null,
-    renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
+    recovery: recoveryFigures(recovered),
+    ...renewalFigures(rate),
     ...(renewalsNote ? { renewalsNote } : {}),
     workflowTaskFailures: taskFailures,
     durationS: Math.round((Date.now() - started) / 1000),
@@ -344,6 +338,24 @@ function summarize(
  */
 export function probeable(r: Recovery): boolean {
   return r.by !== 'operator';
+}
+
+/** A scenario's recovery figures: settled by settle itself, all, unsettled, and the five slowest. */
+export function recoveryFigures(recovered: Recovery[] & { unsettled: number }): ScenarioResult['recovery'] {
+  return {
+    probeable: stats(recovered.filter(probeable)),
+    all: stats(recovered),
+    unsettled: recovered.unsettled,
+    slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
+  };
+}
+
+/** Lease renewals per running call-second, and what they were computed from (null: not measured). */
+export function renewalFigures(rate: ReturnType<typeof renewalRate> | null) {
+  return {
+    renewalsPerRunningCallSecond: rate?.perSecond ?? null,
+    renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
+  };
 }
 
 export function stats(recovered: Recovery[]): Stats {

@@ -19,13 +19,13 @@ import { recoveries, renewalRate, type CallTrail } from './metrics';
 import {
   callTrails,
   mulberry32,
-  probeable,
   renewalStatements,
-  stats,
   workflowTaskFailures,
   type Scenario,
   type ScenarioEnvironment,
   type ScenarioResult,
+  recoveryFigures,
+  renewalFigures,
 } from './scenario';
 
 /** The example worker's line once it polls (examples/team-tools/src/worker.ts). */
@@ -203,14 +203,8 @@ function summarize(
     failedTrajectories: reports.filter((r) => r.outcome === 'failed').length,
     failedTurns: 0,
     unfinished: reports.filter((r) => r.outcome === 'unfinished').length,
-    recovery: {
-      probeable: stats(recovered.filter(probeable)),
-      all: stats(recovered),
-      unsettled: recovered.unsettled,
-      slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
-    },
-    renewalsPerRunningCallSecond: rate?.perSecond ?? null,
-    renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
+    recovery: recoveryFigures(recovered),
+    ...renewalFigures(rate),
     ...(rate ? {} : { renewalsNote: 'not measured: no renewal statement in pg_stat_statements' }),
     workflowTaskFailures: taskFailures,
     durationS: Math.round((Date.now() - started) / 1000),
