@@ -31,6 +31,7 @@ import { verifyCredential } from './operator/operator-credentials';
 import { InputError, errorMessage } from '../core/errors';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from './settled/watch-record';
 import { ToolRegistry } from './tools/registry';
+import type { LaneChoice } from '../core/tools/lanes';
 import { WORKSPACE_FREE_BUILT_INS } from './tools/built-in';
 import { callChatCompletions, type ModelRequest } from './model/openai-chat';
 import type { ModelReply } from '../core/model/chat';
@@ -118,6 +119,8 @@ export interface DescribedTeamCall {
   level: SideEffectLevel;
   /** Whether a probe can settle an in-doubt call; without one it waits for an operator. */
   probes: boolean;
+  /** Where its attempts run (the worker's lane for the tool; histories from before lanes have none). */
+  lane: LaneChoice;
 }
 
 /** What an approveCall update asks: checked against its operator credential before the workflow takes it. */
@@ -138,7 +141,7 @@ export function createActivities({
   keyRing = null,
   policy,
   operatorKeys = null,
-  registry = ToolRegistry.builtIn(),
+  registry = new ToolRegistry([], policy.lanes ? { lanes: policy.lanes } : {}),
 }: ActivityDeps) {
   // Metrics label calls of these tools by name; every other name is `other` (bounded series).
   registerToolNames(registry.names());
@@ -236,7 +239,12 @@ export function createActivities({
         );
       }
       const { args } = checkedCall(registry, input.tool, input.args, registered.level === 'A0' ? 'read-only' : 'settled');
-      return { args, level: registered.level, probes: registered.probes };
+      return { args, level: registered.level, probes: registered.probes, lane: registered.lane };
+    },
+
+    /** The lane of every tool this worker runs as an activity (a trajectory asks once per run, as a local activity). */
+    async laneTable(): Promise<Record<string, LaneChoice>> {
+      return registry.lanes();
     },
 
     /**
@@ -344,7 +352,8 @@ export function createActivities({
         {
           leaseMs: input.leaseMs,
           holder: `${identity}#${ctx.info.activityId}@${ctx.info.attempt}`,
-          heartbeat: () => ctx.heartbeat(),
+          // A local activity has no heartbeat: its workflow task's timeout notices a dead worker.
+          ...(ctx.info.isLocal ? {} : { heartbeat: () => ctx.heartbeat() }),
           onDatabaseRetry: (what, err) => {
             ctx.log.warn(`database unreachable; retrying "${what}" for key ${key}`, { error: err.message });
           },

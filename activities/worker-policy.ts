@@ -10,6 +10,8 @@
  *                               API key (default: none); settle's own secrets are never allowed
  *   SETTLE_ALLOW_NO_CAPABILITY  `1`: a worker holding capability keys still runs trajectories
  *                               without a capability (development only; logged loudly at start)
+ *   SETTLE_LANES                `tool=local|activity,…`: the lane a tool's calls run in, over
+ *                               what its definition declares (core/tools/lanes.ts)
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,6 +19,7 @@ import { InputError } from '../core/errors';
 import { canonicalPath } from '../core/paths';
 import { isReservedVariable, RESERVED_VARIABLES_RULE } from '../core/reserved-variables';
 import { SETTLE_DIR } from './installation';
+import { LANES_VARIABLE, parseLaneOverrides, type Lane } from '../core/tools/lanes';
 
 export interface WorkerPolicy {
   /** Real path of the directory every workspace must lie strictly inside. */
@@ -27,6 +30,8 @@ export interface WorkerPolicy {
   modelKeyEnvs: readonly string[];
   /** Development mode: trajectories without a capability run on a worker that holds keys. */
   allowNoCapability: boolean;
+  /** The operator's lane per tool (SETTLE_LANES); absent: each tool's definition decides. */
+  lanes?: Readonly<Record<string, Lane>>;
 }
 
 export const WORKSPACE_ROOT_VARIABLE = 'SETTLE_WORKSPACE_ROOT';
@@ -50,6 +55,7 @@ export function loadWorkerPolicy(env: NodeJS.ProcessEnv = process.env): WorkerPo
     modelEndpoints: list(env[MODEL_ENDPOINTS_VARIABLE]),
     modelKeyEnvs: list(env[MODEL_KEY_ENVS_VARIABLE]),
     allowNoCapability: flag(env[ALLOW_NO_CAPABILITY_VARIABLE], ALLOW_NO_CAPABILITY_VARIABLE),
+    lanes: parseLaneOverrides(env[LANES_VARIABLE]),
   });
 }
 
@@ -72,7 +78,13 @@ export function makeWorkerPolicy(p: WorkerPolicy): WorkerPolicy {
       throw new InputError(`${MODEL_KEY_ENVS_VARIABLE}[${i}]`, `be an environment variable name (got ${JSON.stringify(name)})`);
     if (isReservedVariable(name)) throw new InputError(`${MODEL_KEY_ENVS_VARIABLE}[${i}]`, `${RESERVED_VARIABLES_RULE} (got ${name})`);
   }
-  return { workspaceRoot: root, modelEndpoints, modelKeyEnvs: [...p.modelKeyEnvs], allowNoCapability: p.allowNoCapability };
+  return {
+    workspaceRoot: root,
+    modelEndpoints,
+    modelKeyEnvs: [...p.modelKeyEnvs],
+    allowNoCapability: p.allowNoCapability,
+    ...(p.lanes ? { lanes: { ...p.lanes } } : {}),
+  };
 }
 
 function canonicalRoot(root: string): string {

@@ -46,6 +46,7 @@ import { parseArgs } from '../core/validation';
 import { InputError } from '../core/errors';
 import type { OperatorCredential } from '../core/operator-credential';
 import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
+import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../core/tools/lanes';
 
 export { DEFAULT_TASK_QUEUE } from './connection';
 
@@ -93,6 +94,8 @@ export function trajectoryStartOptions(
     args: [input],
     staticSummary: options.summary ?? trajectorySummary(input),
     typedSearchAttributes: initialSearchAttributes(),
+    // What notices a dead worker in the middle of a local-lane call (core/tools/lanes.ts).
+    workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
   };
 }
 

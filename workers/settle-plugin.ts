@@ -22,6 +22,7 @@ import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 import { ToolRegistry } from '../activities/tools/registry';
 import type { AnyTeamTool } from '../activities/tools/team-tool';
 import type { SideEffectLevel } from '../core/tools/catalog';
+import type { Lane } from '../core/tools/lanes';
 
 /** Prepended to the workflow bundle's entries when the plugin runs AI SDK models. */
 const AI_SDK_GLOBALS = fileURLToPath(
@@ -40,6 +41,12 @@ export interface SettlePluginOptions {
   databaseUrl?: string;
   /** The operator's levels for team tools: raise a definition's level, never lower it. */
   levels?: Readonly<Record<string, SideEffectLevel>>;
+  /**
+   * The operator's lane per tool, built-ins included: `local` (a local activity, bounded by the
+   * tool's maxDurationMs) or `activity`; default: SETTLE_LANES, else each definition decides
+   * (docs/design.md#lanes).
+   */
+  lanes?: Readonly<Record<string, Lane>>;
   /** Recorded as the holder of claims; default: `settle-worker@<host>:<pid>`. */
   identity?: string;
   /** Capability keys; default: SETTLE_CAP_KEYS when set. */
@@ -105,14 +112,18 @@ export class SettlePlugin extends SimplePlugin {
 }
 
 function settleWorkerParts(options: SettlePluginOptions) {
-  const registry = new ToolRegistry(options.tools ?? [], options.levels ? { levels: options.levels } : {});
+  const policy = options.policy ?? loadWorkerPolicy(process.env);
+  const lanes = options.lanes ?? policy.lanes;
+  const registry = new ToolRegistry(options.tools ?? [], {
+    ...(options.levels ? { levels: options.levels } : {}),
+    ...(lanes ? { lanes } : {}),
+  });
   const databaseUrl = options.databaseUrl ?? process.env.DATABASE_URL;
   if (!databaseUrl)
     throw new Error('SettlePlugin databaseUrl: must be set (or DATABASE_URL) to the Postgres URL that holds the endpoint records');
   const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
   const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
   const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();
-  const policy = options.policy ?? loadWorkerPolicy(process.env);
   const warn = options.warn ?? ((line: string) => console.warn(line));
   // The pool connects on first use: making the plugin touches no database.
   const db = openDatabase(databaseUrl);

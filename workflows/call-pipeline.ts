@@ -6,7 +6,7 @@
  *
  * The settled execution (claim, probe, operator) is settled-call.ts; sub-agents are subagent.ts.
  */
-import { condition, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { condition, isCancellation, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
 import { asError, InputError } from '../core/errors';
@@ -24,6 +24,7 @@ import type { CallReport } from './definitions';
 import { deniedByCapability, SettledCall, type SettledCallOptions } from './settled-call';
 import { spawnSubagent } from './subagent';
 import type { CallContext } from './call-context';
+import { ACTIVITY_LANE, type LaneChoice } from '../core/tools/lanes';
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 
@@ -39,6 +40,13 @@ const { recordProposedCall } = proxyLocalActivities<SettleActivities>({
   retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
 });
 
+// The worker's lanes (core/tools/lanes.ts), asked once per run: recorded, so a replay takes the
+// same lanes even if the operator changed them since. Retried like bookkeeping: it reads no database.
+const { laneTable } = proxyLocalActivities<SettleActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
+});
+
 /** Patch id: proposed calls are counted per tool (malformed-call rate), by a local activity. Histories before it have none. */
 export const PATCH_RECORD_PROPOSED_CALLS = 'record-proposed-calls-v2';
 
@@ -46,6 +54,7 @@ const { runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
+const { runReadOnlyTool: runReadOnlyToolLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
 
 /** A call that passed validation: its catalog tool, level and the arguments as they will execute. */
 interface ValidCall {
@@ -102,14 +111,24 @@ function runValid(ctx: CallContext, report: CallReport, call: ProposedCall, vali
   const summary = `${call.tool} ${describeArgs(valid.args)} · key ${key.slice(0, 6)}…`;
   const denial = precheckCapability(ctx, valid);
   if (denial) return countProposal(ctx, report.turn, call, null).then(() => deniedByCapability(report, denial.component, denial.reason));
-  return settleValidCall(ctx, report, {
-    level: valid.level,
-    args: valid.args,
-    key,
-    summary,
-    countInActivity: !isCompensationCallId(call.call_id),
-    countRefusal: () => countProposal(ctx, report.turn, call, null),
-  });
+  const settle = (lane: LaneChoice) =>
+    settleValidCall(ctx, report, {
+      level: valid.level,
+      args: valid.args,
+      key,
+      summary,
+      lane,
+      countInActivity: !isCompensationCallId(call.call_id),
+      countRefusal: () => countProposal(ctx, report.turn, call, null),
+    });
+  if (!ctx.state.patches.localLane) return settle(ACTIVITY_LANE);
+  return lanesOf(ctx).then((lanes) => settle(lanes[valid.tool] ?? ACTIVITY_LANE));
+}
+
+/** The worker's lane per tool, asked once per run (the first call asks; concurrent calls share the answer). */
+function lanesOf(ctx: CallContext): Promise<Readonly<Record<string, LaneChoice>>> {
+  ctx.state.lanes ??= laneTable();
+  return ctx.state.lanes;
 }
 
 /** A call validated and keyed, ready to settle: by a trajectory (the catalog) or a team's workflow (the worker's registry). */
@@ -122,6 +141,8 @@ export interface ValidatedCall {
   summary: string;
   /** Whether a probe can settle it (the worker's registry); absent: the catalog's (declaresProbe). */
   probes?: boolean;
+  /** Where it runs (the worker's lane for its tool); absent: the activity lane. */
+  lane?: LaneChoice;
   /** The activity counts the proposal (a trajectory's; PATCH_COUNT_IN_ACTIVITIES). */
   countInActivity: boolean;
   /** Counts a proposal no activity ran for (an A3 call denied); a team's calls count none. */
@@ -134,7 +155,8 @@ export interface ValidatedCall {
  * report (already in the state's reports, with its key) carries the outcome.
  */
 export function settleValidCall(ctx: CallContext, report: CallReport, call: ValidatedCall): Promise<CallReport> {
-  if (call.level === 'A0') return runReadOnly(ctx, report, report.tool, call.args, call.key, call.summary, call.countInActivity);
+  if (call.level === 'A0')
+    return runReadOnly(ctx, report, report.tool, call.args, call.key, call.summary, call.countInActivity, call.lane ?? ACTIVITY_LANE);
   if (call.level === 'A3') return runApproved(ctx, report, call);
   return new SettledCall(ctx, report, settledCallOptions(call, undefined)).run();
 }
@@ -147,6 +169,7 @@ function settledCallOptions(call: ValidatedCall, approval: Approval | undefined)
     ...(approval ? { approval } : {}),
     countProposal: call.countInActivity,
     ...(call.probes !== undefined ? { probes: call.probes } : {}),
+    ...(call.lane ? { lane: call.lane } : {}),
   };
 }
 
@@ -294,24 +317,36 @@ async function runReadOnly(
   key: string,
   summary: string,
   countInActivity: boolean,
+  lane: LaneChoice = ACTIVITY_LANE,
 ): Promise<CallReport> {
   const { input } = ctx;
   report.attempts++;
-  const result: ReadOnlyResult | Observation = await runReadOnlyTool.executeWithOptions(
-    // Retried until it answers (a read has no effect to repeat): the capability check may need
-    // the database, and an outage must delay the turn, not fail it. Tool errors are observations.
-    { startToCloseTimeout: '1 minute', retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' }, summary },
-    [
-      {
-        tool,
-        args,
-        workspace: input.workspace,
-        key,
-        ...(input.capability ? { capability: input.capability } : {}),
-        ...(countInActivity ? { proposal: { turn: report.turn, callId: report.callId } } : {}),
-      },
-    ],
-  );
+  const request = {
+    tool,
+    args,
+    workspace: input.workspace,
+    key,
+    ...(input.capability ? { capability: input.capability } : {}),
+    ...(countInActivity ? { proposal: { turn: report.turn, callId: report.callId } } : {}),
+  };
+  // Retried until it answers (a read has no effect to repeat): the capability check may need
+  // the database, and an outage must delay the turn, not fail it. Tool errors are observations.
+  const asActivity = () =>
+    runReadOnlyTool.executeWithOptions(
+      { startToCloseTimeout: '1 minute', retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' }, summary },
+      [request],
+    );
+  // The local lane reads once within its bound; whatever keeps it from answering (a slow read, a
+  // database outage) continues in the activity lane, retried there.
+  const result: ReadOnlyResult | Observation =
+    lane.lane === 'local'
+      ? await runReadOnlyToolLocally
+          .executeWithOptions({ startToCloseTimeout: lane.boundMs, retry: { maximumAttempts: 1 }, summary }, [request])
+          .catch((err: unknown) => {
+            if (isCancellation(err)) throw err;
+            return asActivity();
+          })
+      : await asActivity();
   // Histories recorded before capabilities carry a bare observation.
   const outcome: ReadOnlyResult = 'kind' in result ? result : { kind: 'observed', observation: result };
   if (outcome.kind === 'denied') return deniedByCapability(report, outcome.component, outcome.reason);

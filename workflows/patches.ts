@@ -54,17 +54,29 @@ export const PATCH_LEAN_CALLS = 'settle-2026-12-lean-calls';
  */
 export const PATCH_PROBLEM_COUNT = 'settle-2026-12-problem-count';
 
+/**
+ * Patch id: implies PATCH_PROBLEM_COUNT (and so everything it implies), and that a call runs in
+ * its tool's lane (core/tools/lanes.ts): a local activity for a tool the worker puts in the local
+ * lane, a regular activity otherwise. The lanes come from the worker, recorded: a trajectory asks
+ * once per run (laneTable), a team's call with its description (describeTeamCall). Asked first,
+ * so a new run still records one marker; histories without it ran every call as an activity.
+ */
+export const PATCH_LOCAL_LANE = 'settle-2026-12-local-lane';
+
 /** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
 export class Patches {
   /** This run recorded (or replays) settle-2026-12, or a patch that implies it. */
   readonly current: boolean;
   /** This run recorded (or replays) PATCH_LEAN_CALLS, or a patch that implies it. */
   readonly leanCalls: boolean;
-  /** This run recorded (or replays) PATCH_PROBLEM_COUNT. */
+  /** This run recorded (or replays) PATCH_PROBLEM_COUNT, or a patch that implies it. */
   readonly problemCount: boolean;
+  /** This run recorded (or replays) PATCH_LOCAL_LANE: calls run in their tools' lanes. */
+  readonly localLane: boolean;
 
   constructor() {
-    this.problemCount = patched(PATCH_PROBLEM_COUNT);
+    this.localLane = patched(PATCH_LOCAL_LANE);
+    this.problemCount = this.localLane || patched(PATCH_PROBLEM_COUNT);
     this.leanCalls = this.problemCount || patched(PATCH_LEAN_CALLS);
     this.current = this.leanCalls || patched(PATCH_SETTLE_2026_12);
   }

@@ -19,11 +19,14 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  isCancellation,
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   sleep,
 } from '@temporalio/workflow';
+import { ACTIVITY_LANE, type LaneChoice } from '../core/tools/lanes';
 import { FAILURE } from '../core/failures';
 import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
@@ -53,6 +56,8 @@ const PROBE_OPTIONS = {
 } as const;
 
 const { executeToolCall } = proxyActivities<SettleActivities>({ startToCloseTimeout: '10 minutes' });
+// The local lane: the same activity, run inside the workflow task (a marker, no task round trip).
+const { executeToolCall: executeToolCallLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
 const { probeToolCall, settleByOperator } = proxyActivities<SettleActivities>(PROBE_OPTIONS);
 
 const WATCH_OPTIONS = {
@@ -124,6 +129,8 @@ export interface SettledCallOptions {
   countProposal?: boolean;
   /** Whether a probe can settle it: a team tool's, from the worker's registry; absent: the catalog's. */
   probes?: boolean;
+  /** Where its attempts run (core/tools/lanes.ts); absent: the activity lane. */
+  lane?: LaneChoice;
 }
 
 export class SettledCall {
@@ -142,6 +149,8 @@ export class SettledCall {
   private readonly approval: { approver: string; reason: string } | undefined;
   private readonly countProposal: boolean;
   private readonly probes: boolean | undefined;
+  /** The lane of the next attempt: the tool's, until an attempt outlives the local bound. */
+  private lane: LaneChoice;
 
   constructor(
     private readonly ctx: CallContext,
@@ -154,6 +163,7 @@ export class SettledCall {
     this.approval = options.approval;
     this.countProposal = options.countProposal ?? false;
     this.probes = options.probes;
+    this.lane = options.lane ?? ACTIVITY_LANE;
   }
 
   private get state(): TrajectoryState {
@@ -207,40 +217,54 @@ export class SettledCall {
     const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
     this.report.attempts++;
     this.state.publish('running', `turn ${this.report.turn}: ${this.summary}`);
-    const execution = executeToolCall.executeWithOptions(
-      {
-        startToCloseTimeout: '10 minutes',
-        // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
-        heartbeatTimeout: leaseMs,
-        // A retry after a heartbeat timeout (dead worker) should come at once; after a database
-        // error, soon enough to notice the database's return within seconds.
-        retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
-        summary: this.attemptSummary(),
-        cancellationType: waitForCancelledActivities(this.state),
-      },
-      [
+    const request = {
+      key: this.key,
+      turn: this.report.turn,
+      callId: this.report.callId,
+      tool: this.report.tool,
+      args: this.args,
+      workspace: input.workspace,
+      leaseMs,
+      network: input.network ?? false,
+      ...(this.approval ? { approval: this.approval } : {}),
+      ...(input.capability ? { capability: input.capability } : {}),
+      ...(input.keyMode ? { keyMode: input.keyMode } : {}),
+      ...(this.countProposal ? { countProposal: true } : {}),
+      // An attempt that ends IN_DOUBT fails (non-retryable `SettleInDoubt`, the outcome in its
+      // details) rather than returning, so the Web UI shows it failed, not a green "Completed".
+      // No patch: the commands are the same either way, and the outcome is read from whichever
+      // form the history holds (histories from before this flag hold it returned).
+      inDoubtFails: true,
+    };
+    const summary = this.attemptSummary();
+    const cancellationType = waitForCancelledActivities(this.state);
+    const asActivity = () =>
+      executeToolCall.executeWithOptions(
         {
-          key: this.key,
-          turn: this.report.turn,
-          callId: this.report.callId,
-          tool: this.report.tool,
-          args: this.args,
-          workspace: input.workspace,
-          leaseMs,
-          network: input.network ?? false,
-          ...(this.approval ? { approval: this.approval } : {}),
-          ...(input.capability ? { capability: input.capability } : {}),
-          ...(input.keyMode ? { keyMode: input.keyMode } : {}),
-          ...(this.countProposal ? { countProposal: true } : {}),
-          // An attempt that ends IN_DOUBT fails (non-retryable `SettleInDoubt`, the outcome in its
-          // details) rather than returning, so the Web UI shows it failed, not a green "Completed".
-          // No patch: the commands are the same either way, and the outcome is read from whichever
-          // form the history holds (histories from before this flag hold it returned).
-          inDoubtFails: true,
+          startToCloseTimeout: '10 minutes',
+          // Heartbeats renew the lease every leaseMs/3: a dead worker is noticed within one lease.
+          heartbeatTimeout: leaseMs,
+          // A retry after a heartbeat timeout (dead worker) should come at once; after a database
+          // error, soon enough to notice the database's return within seconds.
+          retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+          summary,
+          cancellationType,
         },
-      ],
-    );
-    return execution;
+        [request],
+      );
+    if (this.lane.lane === 'activity') return asActivity();
+    // The local lane: one try within the tool's bound, inside the workflow task. A dead worker is
+    // noticed by the workflow task's timeout; the task runs again elsewhere, and this attempt's
+    // re-run meets the record (busy until the lease lapses, then IN_DOUBT and probed). An attempt
+    // that fails otherwise (it outlived its bound, the database was away) goes on in the activity
+    // lane: its claim finds what this one left, a lease still held included.
+    return executeToolCallLocally
+      .executeWithOptions({ startToCloseTimeout: this.lane.boundMs, retry: { maximumAttempts: 1 }, summary, cancellationType }, [request])
+      .catch((err: unknown) => {
+        if (isCancellation(err) || isInDoubt(err)) throw err;
+        this.lane = ACTIVITY_LANE;
+        return asActivity();
+      });
   }
 
   /** What this attempt is, on the timeline: the first run, a run again after NOT_EXECUTED, or a replay of a settled result. */
@@ -492,12 +516,23 @@ export async function applyOperatorVerdict(state: TrajectoryState, s: SettleCall
 
 /** The outcome an IN_DOUBT attempt failed with (`inDoubtFails`); any other failure is rethrown. */
 function inDoubtOutcome(err: unknown): CallOutcome<Observation> {
-  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  const outcome = inDoubtDetails(err);
+  if (outcome) return outcome;
+  throw err;
+}
+
+function isInDoubt(err: unknown): boolean {
+  return inDoubtDetails(err) !== null;
+}
+
+function inDoubtDetails(err: unknown): CallOutcome<Observation> | null {
+  // A regular activity's failure wraps the activity's own; a local activity's may come unwrapped.
+  const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof ApplicationFailure && cause.type === FAILURE.InDoubt) {
     const outcome = cause.details?.[0] as CallOutcome<Observation> | undefined;
     if (outcome?.kind === 'in_doubt' && Number.isSafeInteger(outcome.generation)) return outcome;
   }
-  throw err;
+  return null;
 }
 
 /** The capability (or, component `policy`, the worker's operator) refused this access: nothing was claimed or touched. */

@@ -15,6 +15,7 @@ import type { SettleActivities } from '../activities/index';
 import type { CallReport, TrajectoryInput, TrajectoryResult, TrajectoryWorkflow } from './definitions';
 import { initialSearchAttributes } from './search-attributes';
 import type { CallContext } from './call-context';
+import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../core/tools/lanes';
 
 const { attenuateCapability, closeChildBudget } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
@@ -74,6 +75,8 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
       args: [childInput],
       // Visible as running, under its parent, from its start (patches.ts PATCH_SETTLE_2026_12).
       ...(state.patches.current ? { typedSearchAttributes: initialSearchAttributes(trajectoryId) } : {}),
+      // A dead worker's local-lane call is noticed by this timeout (core/tools/lanes.ts).
+      ...(state.patches.localLane ? { workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS } : {}),
     });
     report.resolution = 'executed';
     report.observation = ok(

@@ -181,6 +181,8 @@ async function callTool(
     key,
     summary,
     probes: described.probes,
+    // The worker's lane for the tool, recorded with the description (histories from before lanes have none).
+    ...(state.patches.localLane && described.lane ? { lane: described.lane } : {}),
     countInActivity: false,
   });
   return resultOf(report);

@@ -13,6 +13,7 @@ import { RunTurnInputSchema } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 import type { ApproveCallInput, CallReport, CarriedState, FinishInput, RunTurnInput, SettleCallInput } from './definitions';
 import { Patches } from './patches';
+import type { LaneChoice } from '../core/tools/lanes';
 import {
   SA_IN_DOUBT_COUNT,
   SA_PENDING_APPROVALS,
@@ -55,6 +56,8 @@ export class TrajectoryState {
   private readonly turnQueue = { nextTicket: 0, serving: 0, running: 0 };
   /** Whether this run counts valid proposals in their activities (PATCH_COUNT_IN_ACTIVITIES). */
   readonly countsInActivities: boolean;
+  /** The worker's lane per tool, asked once per run under PATCH_LOCAL_LANE (call-pipeline.ts lanesOf). */
+  lanes: Promise<Readonly<Record<string, LaneChoice>>> | null = null;
 
   constructor(
     carried?: CarriedState,

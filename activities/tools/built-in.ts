@@ -48,9 +48,13 @@ function describedBy(schema: z.ZodType): string {
   return schema.description ?? '';
 }
 
+/** The file tools' bound in the local lane (core/tools/lanes.ts): a read or edit of a workspace file is short. */
+const FILE_TOOL_MAX_MS = 2_000;
+
 function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation: ReadOnlyTool<Args>): AnyTeamTool {
   return defineTool({
     name,
+    maxDurationMs: FILE_TOOL_MAX_MS,
     description: describedBy(schema),
     args: schema,
     level: 'A0',
@@ -60,7 +64,12 @@ function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation:
   });
 }
 
-function settledBuiltIn<Args, Intent>(name: ToolName, schema: z.ZodType<Args>, implementation: SettledTool<Args, Intent, Observation>) {
+function settledBuiltIn<Args, Intent>(
+  name: ToolName,
+  schema: z.ZodType<Args>,
+  implementation: SettledTool<Args, Intent, Observation>,
+  maxDurationMs?: number,
+) {
   const level = CATALOG[name].level;
   if (level === 'A0') throw new Error(`${name} is A0 in the catalog: it has a read-only implementation`);
   const prepare = implementation.prepare?.bind(implementation);
@@ -70,6 +79,7 @@ function settledBuiltIn<Args, Intent>(name: ToolName, schema: z.ZodType<Args>, i
     description: describedBy(schema),
     args: schema,
     level,
+    ...(maxDurationMs !== undefined ? { maxDurationMs } : {}),
     async plan(args, ctx) {
       const plan = await implementation.plan(args, envOf(ctx), { key: ctx.key });
       return plan.kind === 'answer' ? answer(plan.result) : plan.intent;
@@ -135,7 +145,7 @@ export type BuiltIns = {
 /** The catalog's tools, one definition each. */
 export const builtInTools = lazy((): Record<ToolName, AnyTeamTool> => ({
   [BASH_EXECUTE]: settledBuiltIn(BASH_EXECUTE, bashExecuteArgs(), bashExecute),
-  [FILE_EDIT]: settledBuiltIn(FILE_EDIT, fileEditArgs(), fileEdit),
+  [FILE_EDIT]: settledBuiltIn(FILE_EDIT, fileEditArgs(), fileEdit, FILE_TOOL_MAX_MS),
   [FILE_VIEW]: readOnly(FILE_VIEW, fileViewArgs(), fileView),
   [GREP_SEARCH]: readOnly(GREP_SEARCH, grepSearchArgs(), grepSearch),
   // Written as a team's tool would be (docs/http-request.md); its capability mapping is the catalog's.

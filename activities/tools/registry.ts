@@ -6,6 +6,7 @@
 import { SPAWN_SUBAGENT } from '../../core/capability/subagent';
 import { isToolName, levelAtLeast, type SideEffectLevel } from '../../core/tools/catalog';
 import { lintDocument } from '../../core/lint/index';
+import { ACTIVITY_LANE, laneFor, type Lane, type LaneChoice } from '../../core/tools/lanes';
 import type { Observation } from '../../core/observation';
 import type { SettledTool } from '../settled/settled-tool';
 import { builtInTools, spawnSubagentTool, WORKSPACE_FREE_BUILT_INS } from './built-in';
@@ -28,11 +29,15 @@ export interface RegisteredTool {
    * a team's own workflow calls them through settled().
    */
   needsWorkspace: boolean;
+  /** Where its calls run: the local lane (bounded) or the activity lane (core/tools/lanes.ts). */
+  lane: LaneChoice;
 }
 
 export interface RegistryOptions {
   /** The operator's levels for team tools, by name: may raise a definition's level, never lower it. */
   levels?: Readonly<Record<string, SideEffectLevel>>;
+  /** The operator's lanes, by tool name (built-ins and team tools): override what the definitions' maxDurationMs decides. */
+  lanes?: Readonly<Record<string, Lane>>;
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- a heterogeneous registry: each tool validates its own argument type */
@@ -54,15 +59,21 @@ export class ToolRegistry {
    * has, a lowered level, or a `settle lint` finding the definition does not accept with a reason.
    */
   constructor(teamTools: readonly AnyTeamTool[], options: RegistryOptions = {}) {
-    for (const tool of Object.values(builtInTools())) this.register(tool, undefined, true, 'activity');
-    this.register(spawnSubagentTool(), undefined, true, 'workflow');
+    const lanes = options.lanes ?? {};
+    for (const tool of Object.values(builtInTools())) this.register(tool, undefined, true, 'activity', lanes[tool.name]);
+    this.register(spawnSubagentTool(), undefined, true, 'workflow', undefined);
     for (const tool of teamTools) {
       if (tool?.__settleTool !== true) throw new Error('SettlePlugin tools: every tool must be made by defineTool');
       if (isToolName(tool.name) || tool.name === SPAWN_SUBAGENT) {
         throw new Error(`SettlePlugin tools: ${tool.name} is a built-in tool's name; a team tool may not shadow it`);
       }
       if (this.tools.has(tool.name)) throw new Error(`SettlePlugin tools: ${tool.name} is defined twice`);
-      this.register(tool, options.levels?.[tool.name], false, 'activity');
+      this.register(tool, options.levels?.[tool.name], false, 'activity', lanes[tool.name]);
+    }
+    for (const name of Object.keys(lanes)) {
+      const registered = this.tools.get(name);
+      if (!registered || registered.runsIn !== 'activity')
+        throw new Error(`SettlePlugin lanes: ${name} is not a tool an activity of this worker runs`);
     }
     for (const name of Object.keys(options.levels ?? {})) {
       const registered = this.tools.get(name);
@@ -75,6 +86,7 @@ export class ToolRegistry {
     operatorLevel: SideEffectLevel | undefined,
     builtIn: boolean,
     runsIn: RegisteredTool['runsIn'],
+    lane: Lane | undefined,
   ): void {
     lintTeamTool(tool);
     const level = levelFor(tool, operatorLevel);
@@ -89,11 +101,19 @@ export class ToolRegistry {
       builtIn,
       runsIn,
       needsWorkspace: builtIn && !WORKSPACE_FREE_BUILT_INS.has(tool.name),
+      lane: runsIn === 'activity' ? laneFor(tool.maxDurationMs, lane) : ACTIVITY_LANE,
     });
   }
 
   get(name: string): RegisteredTool | undefined {
     return this.tools.get(name);
+  }
+
+  /** The lane of each tool an activity runs: what a workflow asks once per run (laneTable). */
+  lanes(): Record<string, LaneChoice> {
+    const table: Record<string, LaneChoice> = {};
+    for (const [name, registered] of this.tools) if (registered.runsIn === 'activity') table[name] = registered.lane;
+    return table;
   }
 
   /** Every tool name this worker runs (built-ins and team tools). */

@@ -115,6 +115,13 @@ interface ToolDefinitionBase<Name extends string, Schema extends z.ZodType, Resu
   /** `settle lint` findings kept on purpose, each with a reason; any other finding refuses the definition. */
   accept?: readonly AcceptedFinding[];
   /**
+   * The longest one execution (or read) takes, ms. Declared at most LOCAL_LANE_MAX_MS (2 000),
+   * the tool runs in the local lane: a local activity inside the workflow task, cheaper than an
+   * activity, bounded by this duration (a call that outlives it continues in the activity lane).
+   * Undeclared, it runs as an activity. The worker's operator may move it either way (SETTLE_LANES).
+   */
+  maxDurationMs?: number;
+  /**
    * What a call needs of a capability (validated arguments, where it runs): checked at every
    * access when the workflow passes one. Without it a call carrying a capability is refused:
    * a capability cannot authorize what it cannot see.
@@ -217,6 +224,9 @@ export function defineTool<const Name extends string, Schema extends z.ZodType, 
     if (d.compensate !== undefined && d.level === 'A1') {
       throw new Error(`${at}: compensate is for A2 and A3 tools (an A1 call is idempotent, not undone)`);
     }
+  }
+  if (definition.maxDurationMs !== undefined && !(Number.isSafeInteger(definition.maxDurationMs) && definition.maxDurationMs > 0)) {
+    throw new Error(`${at}: maxDurationMs must be a positive whole number of milliseconds`);
   }
   for (const hook of ['access', 'observe'] as const) {
     if (definition[hook] !== undefined && typeof definition[hook] !== 'function') throw new Error(`${at}: ${hook} must be a function`);
