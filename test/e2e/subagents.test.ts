@@ -128,7 +128,7 @@ describe('capabilities in trajectories', () => {
       'SettlePendingApprovals',
       'SettleTrajectoryStatus',
     ]);
-    expect(childHistory.patches).toEqual(['settle-2026-12-problem-count']);
+    expect(childHistory.patches).toEqual(['settle-2026-12-local-lane']);
     expect(childHistory.upserts).toEqual([
       ['TemporalChangeVersion'],
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleProblemCount', 'SettleTrajectoryStatus'], // completed

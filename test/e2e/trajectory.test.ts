@@ -11,7 +11,7 @@ import { demoProblems, demoTurns, prepareWorkspace } from '../../cli/demo';
 import { fileEditHooks } from '../../activities/tools/file-edit';
 import type { ScriptedTurn, TrajectoryResult } from '../../workflows/trajectory';
 import { SettleClient } from '../../client/index';
-import { historyOf as historyIn } from '../support/history';
+import { historyOf as historyIn, localActivityTypes } from '../support/history';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 
 let worker: RunningWorker;
@@ -226,13 +226,22 @@ describe('demo trajectory end to end', () => {
       { turn: 1, call_id: 'v', valid: true, field: null },
       { turn: 2, call_id: 'm', valid: false, field: 'args.limit' },
     ]);
-    // History: one patch marker (the combined patch, at start), none per call; a local activity
-    // only for the malformed call (it runs no activity that could count it); search attributes
-    // upserted only when they change. Started without search attributes (not by settle's
-    // client), so the run publishes `running` itself.
+    // History: one patch marker (the combined patch, at start), none per call; no bookkeeping
+    // activity per call: local activities for the lane table (once per run), the calls themselves
+    // (file tools run in the local lane: the edit, the read and the replay) and the malformed call's
+    // count (it runs no activity that could count it), nothing else; search attributes upserted
+    // only when they change. Started without search attributes (not by settle's client), so the
+    // run publishes `running` itself.
     const history = await historyOf(id);
-    expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(['core_local_activity']);
-    expect(history.patches).toEqual(['settle-2026-12-problem-count']);
+    expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(Array(5).fill('core_local_activity'));
+    expect(await localActivityTypes(worker.client, id)).toEqual([
+      'laneTable',
+      'executeToolCall',
+      'runReadOnlyTool',
+      'recordProposedCall',
+      'executeToolCall',
+    ]);
+    expect(history.patches).toEqual(['settle-2026-12-local-lane']);
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch (at start)
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // running
@@ -256,8 +265,10 @@ describe('demo trajectory end to end', () => {
     expect(result.calls.map((c) => c.resolution)).toEqual(Array(10).fill('executed'));
     const history = await historyOf(id);
     expect(history.startAttributes).toEqual(['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus']);
-    expect(history.patches).toEqual(['settle-2026-12-problem-count']);
-    expect(history.byType.MARKER_RECORDED).toBe(1);
+    expect(history.patches).toEqual(['settle-2026-12-local-lane']);
+    // The patch, the lane table, and one local activity per call (file_edit runs in the local lane).
+    expect(history.byType.MARKER_RECORDED).toBe(12);
+    expect(history.byType.ACTIVITY_TASK_SCHEDULED).toBeUndefined();
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleProblemCount', 'SettleTrajectoryStatus'], // completed
