@@ -12,7 +12,12 @@ import { breakEvenRate, constrainedDecodingPaysOff } from '../core/workbench/bre
 import { type CatalogCost, catalogCost, compareCatalogCost } from '../core/workbench/catalog-cost';
 import { countTokens, definitionText, ENCODING } from '../core/workbench/tokens';
 import { CallStats, type ToolCallStats } from '../activities/store/call-stats';
-import type { Since } from './workbench';
+
+/** A --since window: its length, and the text the user wrote for it. */
+export interface Since {
+  ms: number;
+  text: string;
+}
 
 export async function lint(
   command: Command,
