@@ -74,12 +74,6 @@ export default tseslint.config(
     rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
   {
-    // Known cycles, left to the chaos harness's owners: scenario.ts runs team-tools.ts's and mcp-gateway.ts's scenarios,
-    // which uses scenario.ts's helpers (they belong in a module of their own).
-    files: ['chaos/harness/scenario.ts', 'chaos/harness/team-tools.ts', 'chaos/harness/mcp-gateway.ts'],
-    rules: { 'import-x/no-cycle': 'off' },
-  },
-  {
     // api/workflow.ts is loaded into a team's workflow bundle: the same rules as workflows/.
     files: ['workflows/**/*.ts', 'core/**/*.ts', 'api/workflow.ts'],
     rules: {
