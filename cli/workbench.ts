@@ -10,7 +10,7 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { InputError } from '../core/errors';
-import { parseDurationMs } from '../core/workbench/duration';
+import { parseDurationMs } from '../core/duration';
 import type { Since } from './workbench-actions';
 
 export function registerWorkbenchCommands(program: Command): void {

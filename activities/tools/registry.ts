@@ -5,7 +5,7 @@
  */
 import { SPAWN_SUBAGENT } from '../../core/capability/subagent';
 import { isToolName, levelAtLeast, type SideEffectLevel } from '../../core/tools/catalog';
-import { lintDocument } from '../../core/lint/index';
+import { lintDocument } from '../../workbench/lint/index';
 import type { Observation } from '../../core/observation';
 import type { SettledTool } from '../settled/settled-tool';
 import { builtInTools, spawnSubagentTool, WORKSPACE_FREE_BUILT_INS } from './built-in';
