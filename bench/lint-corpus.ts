@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RULE_IDS, type Finding, type RuleId } from '../core/lint/index';
+import { RULE_IDS, type Finding, type RuleId } from '../workbench/lint/index';
 
 const ROOT = fileURLToPath(new URL('./lint-corpus/', import.meta.url));
 const SETTLE = fileURLToPath(new URL('../bin/settle.js', import.meta.url));

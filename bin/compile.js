@@ -19,7 +19,7 @@ import path from 'node:path';
 import process from 'node:process';
 
 /** The folders whose code runs in a consumer's processes (not tests, benchmarks, chaos, scripts). */
-export const RUNTIME_DIRS = ['api', 'core', 'workflows', 'activities', 'workers', 'migrations', 'stack', 'cli', 'client'];
+export const RUNTIME_DIRS = ['api', 'core', 'workflows', 'activities', 'workers', 'migrations', 'stack', 'cli', 'client', 'workbench'];
 
 /**
  * Every runtime source under `root`, as paths relative to it, sorted.

@@ -23,7 +23,8 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { settleBundleOptions } from '../workers/workflow-bundle';
 import { installRuntime } from '../workers/runtime';
 import { FULL, QUICK } from './scenarios';
-import { runScenario, type ScenarioResult } from './harness/scenario';
+import { runScenario } from './harness/scenario';
+import type { ScenarioResult } from './harness/scenario-types';
 import { markdownTable, textTable, verdict } from './harness/report';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

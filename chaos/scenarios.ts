@@ -3,7 +3,7 @@
  * `quick` is `npm run chaos -- --quick` (a short fixed set).
  */
 import { sleep, type Cluster } from './harness/cluster';
-import type { Scenario } from './harness/scenario';
+import type { Scenario } from './harness/scenario-types';
 
 type FaultLoop = NonNullable<Scenario['faults']>;
 

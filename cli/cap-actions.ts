@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { InputError } from '../core/errors';
 import { checkBody, type Target } from '../core/capability/rules';
 import { CapabilityToken, RIGHTS, tokenDigest, type Right } from '../core/capability/token';
-import { parseDurationMs } from '../core/workbench/duration';
+import { parseDurationMs } from '../core/duration';
 import { loadKeyRing } from '../activities/capability/keyring';
 import { sign, verifySignature } from '../activities/capability/signer';
 import { attenuate } from '../activities/capability/attenuate';

@@ -7,12 +7,24 @@ import { InputError } from '../core/errors';
 import { printable } from './terminal-text';
 import { readFileOrStdin } from './stdin';
 import { assertJsonDepth } from '../core/json-text';
-import { extractAll, extractDefinitions, formatFinding, hasErrors, lintDefinitions, MAX_LINT_DOCUMENT_DEPTH } from '../core/lint/index';
-import { breakEvenRate, constrainedDecodingPaysOff } from '../core/workbench/breakeven';
-import { type CatalogCost, catalogCost, compareCatalogCost } from '../core/workbench/catalog-cost';
-import { countTokens, definitionText, ENCODING } from '../core/workbench/tokens';
+import {
+  extractAll,
+  extractDefinitions,
+  formatFinding,
+  hasErrors,
+  lintDefinitions,
+  MAX_LINT_DOCUMENT_DEPTH,
+} from '../workbench/lint/index';
+import { breakEvenRate, constrainedDecodingPaysOff } from '../workbench/breakeven';
+import { type CatalogCost, catalogCost, compareCatalogCost } from '../workbench/catalog-cost';
+import { countTokens, definitionText, ENCODING } from '../workbench/tokens';
 import { CallStats, type ToolCallStats } from '../activities/store/call-stats';
-import type { Since } from './workbench';
+
+/** A --since window: its length, and the text the user wrote for it. */
+export interface Since {
+  ms: number;
+  text: string;
+}
 
 export async function lint(
   command: Command,

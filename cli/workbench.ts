@@ -10,7 +10,8 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { InputError } from '../core/errors';
-import { parseDurationMs } from '../core/workbench/duration';
+import { parseDurationMs } from '../core/duration';
+import type { Since } from './workbench-actions';
 
 export function registerWorkbenchCommands(program: Command): void {
   program
@@ -100,12 +101,6 @@ function parseNumberFlag(flag: string, positive: boolean) {
     }
     return n;
   };
-}
-
-/** A --since window: its length, and the text the user wrote for it. */
-export interface Since {
-  ms: number;
-  text: string;
 }
 
 function parseSince(value: string): Since {

@@ -5,7 +5,7 @@
  */
 import { SPAWN_SUBAGENT } from '../../core/capability/subagent';
 import { isToolName, levelAtLeast, type SideEffectLevel } from '../../core/tools/catalog';
-import { lintDocument } from '../../core/lint/index';
+import { lintDocument } from '../../workbench/lint/index';
 import { ACTIVITY_LANE, laneFor, type Lane, type LaneChoice } from '../../core/tools/lanes';
 import type { Observation } from '../../core/observation';
 import type { SettledTool } from '../settled/settled-tool';

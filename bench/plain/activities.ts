@@ -7,7 +7,13 @@
 import { Context } from '@temporalio/activity';
 import pg from 'pg';
 import { fileEdit } from '../../activities/tools/file-edit';
-import type { PlainEdit } from './workflows';
+
+/** One edit as the baselines' workflows send it: settle's `file_edit` arguments. */
+export interface PlainEdit {
+  path: string;
+  old_str: string;
+  new_str: string;
+}
 
 async function edit(input: { workspace: string; edit: PlainEdit }): Promise<string> {
   const env = { workspace: input.workspace };

@@ -6,18 +6,12 @@
  * DETERMINISTIC CODE ONLY.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { PlainActivities } from './activities';
+import type { PlainActivities, PlainEdit } from './activities';
 
 const { plainFileEdit, recordedFileEdit } = proxyActivities<PlainActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
-
-export interface PlainEdit {
-  path: string;
-  old_str: string;
-  new_str: string;
-}
 
 type EditInput = { workspace: string; edits: PlainEdit[] };
 

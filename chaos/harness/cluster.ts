@@ -178,7 +178,7 @@ export class Cluster {
   /**
    * SIGKILL aimed at a running call: one of the calls IN_FLIGHT now (settle's records, read
    * here, not by the workers) is chosen at random and the worker that holds its lease is killed
-   * — its holder is `<worker identity>#<activity id>@<attempt>` (activities/index.ts). With no
+   * — its holder is `<worker identity>#<activity id>@<attempt>` (activities/factory/settled-calls.ts). With no
    * call in flight on a live worker (or the database unreachable), a random worker is killed.
    * Returns the key aimed at, or null for a random kill.
    */

@@ -26,18 +26,10 @@ import { EndpointStore } from '../../activities/store/endpoint-store';
 import { SettleClient } from '../../client/index';
 import { errorMessage } from '../../core/errors';
 import { Cluster, sleep, type Fault } from './cluster';
-import { recoveries, renewalRate } from './metrics';
-import {
-  callTrails,
-  mulberry32,
-  renewalStatements,
-  workflowTaskFailures,
-  type Scenario,
-  type ScenarioEnvironment,
-  type ScenarioResult,
-  recoveryFigures,
-  renewalFigures,
-} from './scenario';
+import { recoveries, recoveryFigures, renewalFigures, renewalRate } from './metrics';
+import { callTrails, renewalStatements, workflowTaskFailures } from './collect';
+import { mulberry32 } from './random';
+import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const SETTLE_BIN = path.join(REPO, 'bin', 'settle.js');

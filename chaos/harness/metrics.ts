@@ -121,3 +121,48 @@ export function renewalRate(
   const runningSeconds = runningMs / 1000;
   return { renewals, runningSeconds, perSecond: runningSeconds > 0 ? renewals / runningSeconds : null };
 }
+
+export interface Stats {
+  n: number;
+  p50Ms: number | null;
+  maxMs: number | null;
+}
+
+/** A scenario's recovery of the calls its faults caught (ScenarioResult's `recovery`). */
+export interface RecoveryFigures {
+  probeable: Stats;
+  all: Stats;
+  unsettled: number;
+  slowest: Recovery[];
+}
+
+/**
+ * A call settle settled by itself after a fault — its executor, or a probe from the facts (a file
+ * edit's file hash, a shell command's run markers) — rather than an operator.
+ */
+export function probeable(r: Recovery): boolean {
+  return r.by !== 'operator';
+}
+
+/** A scenario's recovery figures: settled by settle itself, all, unsettled, and the five slowest. */
+export function recoveryFigures(recovered: Recovery[] & { unsettled: number }): RecoveryFigures {
+  return {
+    probeable: stats(recovered.filter(probeable)),
+    all: stats(recovered),
+    unsettled: recovered.unsettled,
+    slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
+  };
+}
+
+/** Lease renewals per running call-second, and what they were computed from (null: not measured). */
+export function renewalFigures(rate: ReturnType<typeof renewalRate> | null) {
+  return {
+    renewalsPerRunningCallSecond: rate?.perSecond ?? null,
+    renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
+  };
+}
+
+export function stats(recovered: Recovery[]): Stats {
+  const ms = recovered.map((r) => r.ms);
+  return { n: ms.length, p50Ms: percentile(ms, 50), maxMs: ms.length ? Math.max(...ms) : null };
+}

@@ -1,5 +1,6 @@
 /** The chaos table: as text for the terminal, as Markdown for results.md and the README. */
-import type { ScenarioResult, Stats } from './scenario';
+import type { Stats } from './metrics';
+import type { ScenarioResult } from './scenario-types';
 
 const HEADERS = [
   'scenario',

@@ -5,112 +5,20 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { sql } from 'kysely';
 import { Client, Connection } from '@temporalio/client';
 import { openDatabase } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
-import { renewStatement } from '../../activities/store/statements';
 import { SettleClient } from '../../client/index';
 import { Cluster, type Fault } from './cluster';
 import { countEffects } from './effects';
-import { percentile, recoveries, renewalRate, type CallTrail, type Recovery } from './metrics';
+import { recoveries, recoveryFigures, renewalFigures, renewalRate, type CallTrail } from './metrics';
+import { callTrails, renewalStatements, workflowTaskFailures } from './collect';
+import { mulberry32 } from './random';
+import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
 import { Sre } from './sre';
 import { runMcpGatewayScenario } from './mcp-gateway';
 import { runTeamToolsScenario } from './team-tools';
 import { approveWhileRunning, planTrajectories, runTrajectory, type TrajectoryReport } from './workload';
-
-export interface Scenario {
-  name: string;
-  /** One line: what breaks. */
-  description: string;
-  workers: number;
-  orchestrated: number;
-  scripted: number;
-  effectsEach: number;
-  a3Share?: number;
-  /** Start the trajectories evenly over this long (a steady stream) rather than all at once. */
-  spreadMs?: number;
-  /** SETTLE_FAILPOINTS of every worker. */
-  failpoints?: string;
-  /** How long a worker paused at a stop failpoint stays paused. */
-  pauseMs?: (random: () => number) => number;
-  /**
-   * Inject faults for at most this long after the workload starts (default: while it runs). Aimed
-   * kills on a workload's last few trajectories would otherwise hit exactly those, over and over:
-   * a tail that says more about the kill rate than about recovery.
-   */
-  faultsForMs?: number;
-  /** Injects faults until `running()` turns false. */
-  faults?: (cluster: Cluster, random: () => number, running: () => boolean) => Promise<void>;
-  /** Lease for the trajectories (default: settle's default). */
-  leaseMs?: number;
-  /** Give up waiting for the workload after this long. */
-  timeoutMs: number;
-  /**
-   * What runs: settle's trajectories of file edits and shell commands (default), or examples/team-tools —
-   * a team's own worker, workflow and tools (an HTTP call and a ledger line) through settle's plugin
-   * (chaos/harness/team-tools.ts; `orchestrated + scripted` workflows, two calls each) — or MCP calls through
-   * `settle mcp serve` gateway processes (chaos/harness/mcp-gateway.ts; `workers` gateways, `orchestrated +
-   * scripted` calls, one file edit each).
-   */
-  workload?: 'trajectories' | 'team-tools' | 'mcp-gateway';
-}
-
-export interface ScenarioEnvironment {
-  dir: string;
-  workflowBundlePath: string;
-  /** A pre-built worker entry point (faster starts than tsx). */
-  workerEntry?: string;
-  /** Share this Temporal server (tests) instead of starting one the scenario may restart. */
-  temporalAddress?: string;
-  seed: number;
-  log: (line: string) => void;
-  /** Write every trajectory's history here as JSON (to see where a slow recovery spent its time). */
-  historiesDir?: string;
-  /** The team-tools workload's worker entry and workflow bundle (built by chaos/run.ts when a scenario needs them). */
-  team?: { workerEntry: string; workflowBundlePath: string };
-}
-
-export interface ScenarioResult {
-  scenario: string;
-  description: string;
-  trajectories: number;
-  calls: number;
-  effects: number;
-  duplicates: number;
-  lost: number;
-  /** settle said "not executed" but the effect is in the files (scripted trajectories; orchestrated ones re-propose). */
-  misreported: number;
-  /** IN_DOUBT records of this run left at the end. */
-  leftInDoubt: number;
-  /** Calls the SRE settled by hand (facts truly unknown to settle), by tool. */
-  operator: Record<string, number>;
-  faults: Record<string, number>;
-  failedTrajectories: number;
-  failedTurns: number;
-  unfinished: number;
-  /**
-   * Recovery of the calls a fault caught in flight: from the fault to the first transition of the
-   * caught generation into COMPLETED or NOT_EXECUTED (chaos/harness/metrics.ts). `unsettled`:
-   * caught calls whose generation was still unsettled at the end.
-   */
-  recovery: { probeable: Stats; all: Stats; unsettled: number; slowest: Recovery[] };
-  /** Renewal statements (exact, pg_stat_statements) per running call-second; null when not measurable. */
-  renewalsPerRunningCallSecond: number | null;
-  renewals: { statements: number; runningCallSeconds: number } | null;
-  /** Why `renewals` is null, when it is. */
-  renewalsNote?: string;
-  /** Workflow task failures in the histories, by message (retried by Temporal). */
-  workflowTaskFailures: Record<string, number>;
-  durationS: number;
-  problems: string[];
-}
-
-export interface Stats {
-  n: number;
-  p50Ms: number | null;
-  maxMs: number | null;
-}
 
 export async function runScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
   if (scenario.workload === 'team-tools') return runTeamToolsScenario(scenario, env);
@@ -196,61 +104,6 @@ async function logProgress(name: string, store: EndpointStore, cluster: Cluster,
   }
 }
 
-export async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promise<CallTrail[]> {
-  const trails: CallTrail[] = [];
-  for (const id of trajectoryIds) {
-    for (const record of await store.list({ trajectoryId: id, limit: 10_000 })) {
-      trails.push({ key: record.key, tool: record.tool, state: record.state, events: await store.events(record.key) });
-    }
-  }
-  return trails;
-}
-
-/**
- * Workflow task failures in the trajectories' histories, by message. A worker paused in the middle
- * of a workflow activation fails it on resume ("Potential deadlock detected"), and the task is
- * retried; a nondeterminism error would be a defect.
- */
-export async function workflowTaskFailures(settle: SettleClient, ids: string[], historiesDir?: string): Promise<Record<string, number>> {
-  const failures: Record<string, number> = {};
-  const add = (message: string) => (failures[message] = (failures[message] ?? 0) + 1);
-  for (const id of ids) {
-    try {
-      const history = await settle.handle(id).fetchHistory();
-      if (historiesDir) {
-        fs.mkdirSync(historiesDir, { recursive: true });
-        fs.writeFileSync(path.join(historiesDir, `${id}.json`), JSON.stringify(history, null, 1));
-      }
-      for (const e of history.events ?? []) {
-        const message = e.workflowTaskFailedEventAttributes?.failure?.message;
-        if (message) add(message.slice(0, 80));
-      }
-    } catch {
-      add('(history unavailable)');
-    }
-  }
-  return failures;
-}
-
-/**
- * How many times the lease renewal statement ran since the cluster started: exact, from
- * pg_stat_statements (loaded by chaos/infra/postgres-server.ts). The statement is recognised by
- * the text settle prepares (activities/store/statements.ts renewStatement) up to its first literal,
- * which pg_stat_statements normalises. Null when the extension is missing or nothing matched.
- */
-export async function renewalStatements(db: ReturnType<typeof openDatabase>): Promise<number | null> {
-  const text = renewStatement(db).sql;
-  const prefix = text.slice(0, text.indexOf("'"));
-  try {
-    const { rows } = await sql<{ calls: string | null; n: string }>`
-      select sum(calls)::text as calls, count(*)::text as n from pg_stat_statements
-      where query like ${prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%'}`.execute(db);
-    return rows[0] && Number(rows[0].n) > 0 ? Number(rows[0].calls) : null;
-  } catch {
-    return null;
-  }
-}
-
 function summarize(
   scenario: Scenario,
   reports: TrajectoryReport[],
@@ -329,48 +182,5 @@ function summarize(
     workflowTaskFailures: taskFailures,
     durationS: Math.round((Date.now() - started) / 1000),
     problems,
-  };
-}
-
-/**
- * A call settle settled by itself after a fault — its executor, or a probe from the facts (a file
- * edit's file hash, a shell command's run markers) — rather than an operator.
- */
-export function probeable(r: Recovery): boolean {
-  return r.by !== 'operator';
-}
-
-/** A scenario's recovery figures: settled by settle itself, all, unsettled, and the five slowest. */
-export function recoveryFigures(recovered: Recovery[] & { unsettled: number }): ScenarioResult['recovery'] {
-  return {
-    probeable: stats(recovered.filter(probeable)),
-    all: stats(recovered),
-    unsettled: recovered.unsettled,
-    slowest: [...recovered].sort((a, b) => b.ms - a.ms).slice(0, 5),
-  };
-}
-
-/** Lease renewals per running call-second, and what they were computed from (null: not measured). */
-export function renewalFigures(rate: ReturnType<typeof renewalRate> | null) {
-  return {
-    renewalsPerRunningCallSecond: rate?.perSecond ?? null,
-    renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
-  };
-}
-
-export function stats(recovered: Recovery[]): Stats {
-  const ms = recovered.map((r) => r.ms);
-  return { n: ms.length, p50Ms: percentile(ms, 50), maxMs: ms.length ? Math.max(...ms) : null };
-}
-
-/** A small seeded PRNG: a scenario's fault schedule and workload are the same for the same seed. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }

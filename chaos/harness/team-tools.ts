@@ -15,18 +15,10 @@ import { errorMessage } from '../../core/errors';
 import { startIdempotentServer, type Effect } from '../../test/support/idempotent-http-server';
 import type { BillingResult, billingWorkflow } from '../../examples/team-tools/src/workflows';
 import { Cluster, sleep, type Fault } from './cluster';
-import { recoveries, renewalRate, type CallTrail } from './metrics';
-import {
-  callTrails,
-  mulberry32,
-  renewalStatements,
-  workflowTaskFailures,
-  type Scenario,
-  type ScenarioEnvironment,
-  type ScenarioResult,
-  recoveryFigures,
-  renewalFigures,
-} from './scenario';
+import { recoveries, recoveryFigures, renewalFigures, renewalRate, type CallTrail } from './metrics';
+import { callTrails, renewalStatements, workflowTaskFailures } from './collect';
+import { mulberry32 } from './random';
+import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
 
 /** The example worker's line once it polls (examples/team-tools/src/worker.ts). */
 const READY = /billing worker: polling .*queue=/;

@@ -5,19 +5,7 @@
 import type { Command } from 'commander';
 import { InputError } from '../../core/errors';
 import { UsageError } from '../usage-error';
-
-export interface ServeOptions {
-  upstream?: string;
-  registry?: string;
-  name?: string;
-  trajectory?: string;
-  taskQueue?: string;
-  capability?: string;
-  ungated?: boolean;
-  env: string[];
-  http?: string;
-  workspace?: string;
-}
+import type { ServeOptions } from './serve';
 
 export function registerMcpCommands(program: Command): void {
   const mcp = program.command('mcp').description('The MCP gateway: settle in front of an MCP server (docs/mcp.md).');

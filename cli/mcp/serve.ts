@@ -15,8 +15,21 @@ import { serverEnvironment, splitCommandLine } from '../mcp-tools';
 import { databaseUrl } from '../connections';
 import { readDevSettings } from '../dev-settings';
 import { UsageError } from '../usage-error';
-import type { ServeOptions } from './commands';
 import { readCapability, startGateway, type Gateway } from './gateway';
+
+/** The flags of `settle mcp serve`, as commander parses them (commands.ts). */
+export interface ServeOptions {
+  upstream?: string;
+  registry?: string;
+  name?: string;
+  trajectory?: string;
+  taskQueue?: string;
+  capability?: string;
+  ungated?: boolean;
+  env: string[];
+  http?: string;
+  workspace?: string;
+}
 
 export async function serve(opts: ServeOptions): Promise<void> {
   // stdout carries the protocol: anything that logs through console.log must not reach it.

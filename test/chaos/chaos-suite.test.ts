@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, inject } from 'vitest';
 import { sleep } from '../../chaos/harness/cluster';
-import { runScenario, type Scenario } from '../../chaos/harness/scenario';
+import { runScenario } from '../../chaos/harness/scenario';
+import type { Scenario } from '../../chaos/harness/scenario-types';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-chaos-test-'));
 fs.chmodSync(dir, 0o755); // the postgres user must reach its data directory

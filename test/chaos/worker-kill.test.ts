@@ -88,7 +88,6 @@ async function crashScenario(
         },
       ],
     });
-    setTimeout(() => console.log('DEBUG A', workerA.output().slice(-6000)), 40_000);
     // Worker A kills itself (SIGKILL) at the failpoint, or is killed once `beforeKill` returns.
     if (scenario.beforeKill) {
       await scenario.beforeKill(file, trajectoryId);

@@ -1,10 +1,10 @@
 /** The source text's two formulas with its own numbers, and the duration syntax of --since. */
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../core/errors';
-import { breakEvenRate, constrainedDecodingPaysOff } from '../../core/workbench/breakeven';
-import { catalogCost, catalogTokens, compareCatalogCost } from '../../core/workbench/catalog-cost';
-import { parseDurationMs } from '../../core/workbench/duration';
-import { countTokens, definitionText, ENCODING } from '../../core/workbench/tokens';
+import { breakEvenRate, constrainedDecodingPaysOff } from '../../workbench/breakeven';
+import { catalogCost, catalogTokens, compareCatalogCost } from '../../workbench/catalog-cost';
+import { parseDurationMs } from '../../core/duration';
+import { countTokens, definitionText, ENCODING } from '../../workbench/tokens';
 
 describe('formula 1: break-even malformed rate', () => {
   it('80 tokens × 0.5 ms / 1800 ms = 40 ms / 1800 ms ≈ 2.22 %', () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../core/errors';
-import { lintDocument, MAX_LINT_DOCUMENT_DEPTH, MAX_SCHEMA_DEPTH, type Finding, type RuleId } from '../../core/lint/index';
+import { lintDocument, MAX_LINT_DOCUMENT_DEPTH, MAX_SCHEMA_DEPTH, type Finding, type RuleId } from '../../workbench/lint/index';
 
 const short = { type: 'string', maxLength: 64 };
 const count = (description: string, more: Record<string, unknown> = {}) => ({

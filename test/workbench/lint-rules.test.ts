@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../core/errors';
-import { extractDefinitions, lintDocument, type Finding, type RuleId } from '../../core/lint/index';
+import { extractDefinitions, lintDocument, type Finding, type RuleId } from '../../workbench/lint/index';
 
 /** One tool named `t` with this argument schema (closed object unless the test says otherwise). */
 function tool(parameters: unknown, extra: Record<string, unknown> = {}) {

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { lintDocument } from '../../core/lint/index';
+import { lintDocument } from '../../workbench/lint/index';
 import { publishedCatalog } from '../../core/tools/catalog';
 
 const fixture = (name: string): unknown => JSON.parse(fs.readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8'));

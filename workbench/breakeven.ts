@@ -3,7 +3,7 @@
  * (T_repair) with probability p_err; constraining costs t_mask on each of L_gen tokens. Equal
  * when p_err = L_gen · t_mask / T_repair; above that rate, constraining is cheaper.
  */
-import { InputError } from '../errors';
+import { InputError } from '../core/errors';
 
 export interface BreakEvenInput {
   /** L_gen: output tokens in one tool call. */

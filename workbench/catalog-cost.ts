@@ -2,7 +2,7 @@
  * What a tool catalog costs in context (source formula 2): every definition is sent with every
  * turn, so a trajectory of N turns with K tools of S tokens each sends T = N · K · S tokens.
  */
-import { InputError } from '../errors';
+import { InputError } from '../core/errors';
 
 export interface CatalogSize {
   /** N: turns in the trajectory. */

@@ -15,7 +15,7 @@
  * Input that is not a tool list at all is an InputError (the CLI exits 2); a definition that
  * is merely weak is the linter's business, not this module's.
  */
-import { InputError } from '../errors';
+import { InputError } from '../../core/errors';
 import { appendPointer } from './pointer';
 import type { ToolDefinition } from './types';
 

@@ -1,5 +1,5 @@
 /** Every sub-schema of a JSON Schema, in document order, with its pointer and how it was reached. */
-import { InputError } from '../errors';
+import { InputError } from '../../core/errors';
 import { appendPointer } from './pointer';
 
 /**

@@ -2,7 +2,7 @@
  * The tool-definition linter (docs/design.md#typed-tool-interface): the five schema rules of the source text and the
  * anti-patterns of its table, over definitions in any of the usual formats. Pure: no I/O.
  */
-import { assertJsonDepth } from '../json-text';
+import { assertJsonDepth } from '../../core/json-text';
 import { extractAll, type SkippedDefinition } from './definitions';
 import type { RuleContext } from './rules/context';
 import { checkBounds } from './rules/bounds';
@@ -32,7 +32,7 @@ const NODE_RULES = [checkObjects, checkRequired, checkBounds, checkUnits, checkU
 
 /**
  * Findings for each definition in order: schema-level first, then node by node, then tool-level.
- * Rules look only at what a call's arguments can reach through `$ref` (core/lint/reach.ts); the
+ * Rules look only at what a call's arguments can reach through `$ref` (workbench/lint/reach.ts); the
  * definitions nothing reaches get one informational note for the whole catalog, last.
  */
 export function lintDefinitions(definitions: ToolDefinition[]): Finding[] {

@@ -1,5 +1,5 @@
 /** Durations on the command line: `30m`, `24h`, `7d` — an integer and one unit, nothing else. */
-import { InputError } from '../errors';
+import { InputError } from './errors';
 
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 

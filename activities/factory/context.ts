@@ -1,0 +1,66 @@
+/**
+ * What every activity of a worker shares: its store, identity, keys, policy and tool registry,
+ * and the stores built on the database (call counters, capability budgets).
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { FAILURE } from '../../core/failures';
+import type { EndpointStore } from '../store/endpoint-store';
+import { CallStats } from '../store/call-stats';
+import { BudgetStore } from '../capability/budget-store';
+import type { KeyRing } from '../capability/keyring';
+import type { OperatorKeys } from '../operator/operator-keys';
+import type { WorkerPolicy } from '../worker-policy';
+import { ToolRegistry } from '../tools/registry';
+
+export interface ActivityDeps {
+  store: EndpointStore;
+  /** Worker identity, recorded as the holder of claims. */
+  identity: string;
+  /** Capability keys (SETTLE_CAP_KEYS); without them, calls that carry a capability are denied. */
+  keyRing?: KeyRing | null;
+  /** What the worker's operator allows (workspace root, model endpoints and keys, development mode). */
+  policy: WorkerPolicy;
+  /** Operator public keys (SETTLE_OPERATOR_KEYS); without them, every operator verdict and approval is refused. */
+  operatorKeys?: OperatorKeys | null;
+  /** The tools this worker runs (default: the built-ins); a team's own come through SettlePlugin (docs/plugin.md). */
+  registry?: ToolRegistry;
+}
+
+export interface ActivityContext {
+  store: EndpointStore;
+  identity: string;
+  keyRing: KeyRing | null;
+  policy: WorkerPolicy;
+  operatorKeys: OperatorKeys | null;
+  registry: ToolRegistry;
+  callStats: CallStats;
+  budgets: BudgetStore;
+}
+
+export function activityContext({
+  store,
+  identity,
+  keyRing = null,
+  policy,
+  operatorKeys = null,
+  registry = new ToolRegistry([], policy.lanes ? { lanes: policy.lanes } : {}),
+}: ActivityDeps): ActivityContext {
+  return {
+    store,
+    identity,
+    keyRing,
+    policy,
+    operatorKeys,
+    registry,
+    callStats: new CallStats(store.db),
+    budgets: new BudgetStore(store.db),
+  };
+}
+
+/** The executing workflow's id (the trajectory's); an activity that needs one refuses to run outside a workflow. */
+export function trajectoryIdOf(activity: string): string {
+  const trajectoryId = Context.current().info.workflowExecution?.workflowId;
+  if (!trajectoryId) throw ApplicationFailure.nonRetryable(`${activity} must run inside a trajectory workflow`, FAILURE.NoWorkflow);
+  return trajectoryId;
+}

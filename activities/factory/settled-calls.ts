@@ -1,0 +1,200 @@
+/**
+ * Settled calls (A1–A3): every attempt through the call's endpoint record; their keys, probes of
+ * calls in doubt, and reads of the record while a call waits.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { FAILURE } from '../../core/failures';
+import { deriveKey } from '../../core/key';
+import type { RecordState } from '../../core/records';
+import { failpoint } from '../failpoints';
+import { probeRecord, runSettled } from '../settled/run-settled';
+import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from '../settled/watch-record';
+import { checkAccess, denied } from './access';
+import { checkedCall } from './checked-call';
+import { trajectoryIdOf, type ActivityContext } from './context';
+import { keySecret } from './key-secret';
+import { boundOutcome, inDoubtFailure, type LabelledOutcome } from './outcome';
+
+export interface ToolCallInput {
+  key: string;
+  turn: number;
+  callId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  workspace: string;
+  leaseMs: number;
+  /** Ignored: the network comes only from the capability's `connect` right (kept for recorded histories). */
+  network?: boolean;
+  /** For A3 calls: the approval, recorded on the claim event. */
+  approval?: { approver: string; reason: string };
+  /** The trajectory's signed capability; checked here at every access. */
+  capability?: unknown;
+  /** How the key was derived (keyed mode uses the worker's SETTLE_KEY_SECRET). */
+  keyMode?: 'sha256' | 'hmac';
+  /**
+   * Count this call as a valid proposal (settle_tool_calls) — in the claim statement, so the
+   * workflow needs no bookkeeping activity of its own. Absent in histories before the fast path.
+   */
+  countProposal?: boolean;
+  /**
+   * End an IN_DOUBT attempt with a non-retryable `SettleInDoubt` failure carrying the outcome,
+   * instead of returning it (the UI shows a returned attempt as "Completed"). Absent in histories
+   * and from workflow code before `inDoubtFails` was sent, which expect the outcome returned.
+   */
+  inDoubtFails?: boolean;
+}
+
+export interface ProbeReport {
+  verdict: 'applied' | 'not_applied' | 'unknown';
+  detail: string;
+  /** The record's state after the probe was applied. */
+  state: RecordState;
+  generation: number;
+  /** Who settled the record, when it was no longer IN_DOUBT (e.g. `operator:alice`). */
+  settledBy?: string | null;
+  /** An unknown verdict no later probe can change: only an operator can settle the call. */
+  final?: boolean;
+}
+
+export function settledCallActivities(ctx: ActivityContext) {
+  const { store, registry, policy, identity, callStats } = ctx;
+  const settledCall = (toolName: string, rawArgs: unknown) => checkedCall(registry, toolName, rawArgs, 'settled');
+  return {
+    /** Keyed mode: the key of a call, derived with the worker's secret (run as a local activity). */
+    async deriveKeyedKey(input: { turn: number; callId: string; tool: string; args: Record<string, unknown> }): Promise<string> {
+      return deriveKey({ trajectoryId: trajectoryIdOf('deriveKeyedKey'), ...input }, keySecret());
+    },
+
+    /** Runs one attempt at one logical call through its endpoint record. */
+    async executeToolCall(input: ToolCallInput): Promise<LabelledOutcome> {
+      const activity = Context.current();
+      const trajectoryId = trajectoryIdOf('executeToolCall');
+      const { tool, args } = settledCall(input.tool, input.args);
+      // The key is derived in workflow code; derive it again here from the executing
+      // workflow's own id, so a drifted or forged key can never claim someone else's record.
+      const key = deriveKey(
+        { trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
+        input.keyMode === 'hmac' ? keySecret() : undefined,
+      );
+      // A call that never reaches the claim statement is counted on its own.
+      const countAlone = async () => {
+        if (input.countProposal) {
+          await callStats.recordProposedCall({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, issue: null });
+        }
+      };
+      if (key !== input.key) {
+        await countAlone();
+        throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
+      }
+      const access = await checkAccess(ctx, input.capability, {
+        tool: input.tool,
+        args,
+        workspace: input.workspace,
+        key,
+        audience: trajectoryId,
+      });
+      if (access.denied) {
+        await countAlone();
+        // A refusal says nothing about what an earlier attempt of this call did: when the key has
+        // a record (an attempt on another worker claimed it, then died), report its state, so the
+        // workflow waits for a record in doubt to be settled instead of calling the call denied.
+        const record = await store.get(key);
+        const refusal = denied(
+          { trajectoryId, turn: input.turn, callId: input.callId, key, generation: record?.generation ?? null, tool: input.tool },
+          access.denied,
+        );
+        return record
+          ? { ...refusal, record: { state: record.state, generation: record.generation, settledBy: record.settledBy } }
+          : refusal;
+      }
+      return runSettled(
+        store,
+        tool,
+        { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
+        // The network only from the capability's `connect` right; the input's `network` grants nothing.
+        {
+          workspace: input.workspace,
+          workspaceRoot: policy.workspaceRoot,
+          network: access.network,
+          ...(access.egress ? { egress: access.egress } : {}),
+        },
+        {
+          leaseMs: input.leaseMs,
+          // A claim's holder: `<worker identity>#<activity id>@<attempt>` (the chaos harness reads it).
+          holder: `${identity}#${activity.info.activityId}@${activity.info.attempt}`,
+          // A local activity has no heartbeat: its workflow task's timeout notices a dead worker.
+          ...(activity.info.isLocal ? {} : { heartbeat: () => activity.heartbeat() }),
+          onDatabaseRetry: (what, err) => {
+            activity.log.warn(`database unreachable; retrying "${what}" for key ${key}`, { error: err.message });
+          },
+          ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
+          ...(input.countProposal ? { countProposal: true } : {}),
+          retried: activity.info.attempt > 1,
+        },
+      ).then((outcome) => {
+        const labelled = boundOutcome(outcome);
+        if (labelled.kind === 'in_doubt' && input.inDoubtFails) throw inDoubtFailure(labelled);
+        return labelled;
+      });
+    },
+
+    /** The state of a key's endpoint record (UNSEEN when there is none). Read-only. */
+    async lookupRecord(input: { key: string }): Promise<{ state: RecordState | 'UNSEEN'; generation: number }> {
+      const record = await store.get(input.key);
+      return record ? { state: record.state, generation: record.generation } : { state: 'UNSEEN', generation: 0 };
+    },
+
+    /** The validated arguments a record was claimed with (compensators need them after a continue-as-new). */
+    async recordArgs(input: { key: string }): Promise<Record<string, unknown> | null> {
+      const record = await store.get(input.key);
+      return record ? (record.args as Record<string, unknown>) : null;
+    },
+
+    /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */
+    async probeToolCall(input: { key: string; workspace: string }): Promise<ProbeReport> {
+      const record = await store.get(input.key);
+      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
+      if (record.state !== 'IN_DOUBT') {
+        return {
+          verdict: 'unknown',
+          detail: `record is ${record.state}, nothing to settle`,
+          state: record.state,
+          generation: record.generation,
+          settledBy: record.settledBy,
+        };
+      }
+      const { tool, args } = settledCall(record.tool, record.args);
+      const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace: input.workspace });
+      const final = verdict.verdict === 'unknown' && verdict.final === true;
+      // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
+      await failpoint('probe.after_answer');
+      return {
+        verdict: verdict.verdict,
+        detail: verdict.detail,
+        state: applied,
+        generation: record.generation,
+        ...(final ? { final } : {}),
+      };
+    },
+
+    /**
+     * While a call waits for an operator: returns once its record left IN_DOUBT at the generation in
+     * doubt (settled directly by `settle resolve`, or by a late completion). Read-only; runs until
+     * then, heartbeating, and ends when cancelled (the verdict came through the settleCall update).
+     */
+    async watchRecord(input: WatchRecordInput): Promise<WatchedRecord> {
+      const activity = Context.current();
+      return watchRecord(store, input, {
+        ...WATCH_DEFAULTS,
+        heartbeat: () => activity.heartbeat(),
+        sleep: async (ms) => {
+          await activity.sleep(ms);
+        },
+        onReadError: (err) => {
+          activity.log.warn(`watching the record of ${input.key}: read failed, trying again`, { error: err.message });
+        },
+      });
+    },
+  };
+}

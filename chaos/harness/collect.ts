@@ -1,0 +1,64 @@
+/** What a scenario's run left behind, read back: the records' event trails, the histories' workflow task failures, the renewal count. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import type { openDatabase } from '../../activities/store/database';
+import type { EndpointStore } from '../../activities/store/endpoint-store';
+import { renewStatement } from '../../activities/store/statements';
+import type { SettleClient } from '../../client/index';
+import type { CallTrail } from './metrics';
+
+export async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promise<CallTrail[]> {
+  const trails: CallTrail[] = [];
+  for (const id of trajectoryIds) {
+    for (const record of await store.list({ trajectoryId: id, limit: 10_000 })) {
+      trails.push({ key: record.key, tool: record.tool, state: record.state, events: await store.events(record.key) });
+    }
+  }
+  return trails;
+}
+
+/**
+ * Workflow task failures in the trajectories' histories, by message. A worker paused in the middle
+ * of a workflow activation fails it on resume ("Potential deadlock detected"), and the task is
+ * retried; a nondeterminism error would be a defect.
+ */
+export async function workflowTaskFailures(settle: SettleClient, ids: string[], historiesDir?: string): Promise<Record<string, number>> {
+  const failures: Record<string, number> = {};
+  const add = (message: string) => (failures[message] = (failures[message] ?? 0) + 1);
+  for (const id of ids) {
+    try {
+      const history = await settle.handle(id).fetchHistory();
+      if (historiesDir) {
+        fs.mkdirSync(historiesDir, { recursive: true });
+        fs.writeFileSync(path.join(historiesDir, `${id}.json`), JSON.stringify(history, null, 1));
+      }
+      for (const e of history.events ?? []) {
+        const message = e.workflowTaskFailedEventAttributes?.failure?.message;
+        if (message) add(message.slice(0, 80));
+      }
+    } catch {
+      add('(history unavailable)');
+    }
+  }
+  return failures;
+}
+
+/**
+ * How many times the lease renewal statement ran since the cluster started: exact, from
+ * pg_stat_statements (loaded by chaos/infra/postgres-server.ts). The statement is recognised by
+ * the text settle prepares (activities/store/statements.ts renewStatement) up to its first literal,
+ * which pg_stat_statements normalises. Null when the extension is missing or nothing matched.
+ */
+export async function renewalStatements(db: ReturnType<typeof openDatabase>): Promise<number | null> {
+  const text = renewStatement(db).sql;
+  const prefix = text.slice(0, text.indexOf("'"));
+  try {
+    const { rows } = await sql<{ calls: string | null; n: string }>`
+      select sum(calls)::text as calls, count(*)::text as n from pg_stat_statements
+      where query like ${prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%'}`.execute(db);
+    return rows[0] && Number(rows[0].n) > 0 ? Number(rows[0].calls) : null;
+  } catch {
+    return null;
+  }
+}
