@@ -109,6 +109,12 @@ export interface ActivityDeps {
   operatorKeys?: OperatorKeys | null;
   /** The tools this worker runs (default: the built-ins); a team's own come through SettlePlugin (docs/plugin.md). */
   registry?: ToolRegistry;
+  /**
+   * The workspace of a team workflow's settled() calls on this worker (real path, inside the
+   * policy's root), named by its operator (`settle mcp serve --workspace`): the file and shell
+   * built-ins run there. Never from a workflow or a call: a call naming any other workspace is refused.
+   */
+  workspace?: string;
 }
 
 /** A team tool's call as the worker's registry checked it (describeTeamCall). */
@@ -139,12 +145,15 @@ export function createActivities({
   policy,
   operatorKeys = null,
   registry = ToolRegistry.builtIn(),
+  workspace: ownWorkspace,
 }: ActivityDeps) {
   // Metrics label calls of these tools by name; every other name is `other` (bounded series).
   registerToolNames(registry.names());
   const settledCall = (toolName: string, rawArgs: unknown) => checkedCall(registry, toolName, rawArgs, 'settled');
   const callStats = new CallStats(store.db);
   const budgets = new BudgetStore(store.db);
+  /** Where a call runs: a trajectory's workspace; a team workflow's call (''), this worker's own when its operator named one. */
+  const workspaceFor = (requested: string): string => (requested === '' && ownWorkspace ? ownWorkspace : requested);
 
   /**
    * Checks the capability (if the workflow passed one) for this access, in the activity: the
@@ -161,6 +170,13 @@ export function createActivities({
     audience: string,
   ): Promise<{ denied: { component: string; reason: string } | null; network: boolean; egress?: string[] }> {
     const registered = registry.get(tool);
+    // A worker its operator gave a workspace of its own serves that one only.
+    if (ownWorkspace && workspace !== ownWorkspace) {
+      return {
+        denied: { component: POLICY, reason: `this worker runs calls in its operator's workspace ${ownWorkspace} only (got ${workspace})` },
+        network: false,
+      };
+    }
     // A team's workflow has no workspace (''); a trajectory always has one, and it must be inside the root.
     if (registered?.needsWorkspace || workspace !== '') {
       const outside = await workspaceRefusal(workspace, policy.workspaceRoot);
@@ -212,12 +228,13 @@ export function createActivities({
      * A team tool's call from a team's workflow (api/workflow.ts, run as a local activity, so its
      * answer is in history and replay never asks again): the arguments validated by the worker's
      * registry, the tool's level and whether it has a probe. Refuses (non-retryable) an unknown
-     * tool, a built-in that needs a workspace (it runs in settle's trajectory), a workspace-free
-     * built-in (http_request) without a capability, and invalid arguments, naming the field.
+     * tool, spawn_subagent, a built-in that needs a workspace on a worker without one of its own
+     * (it runs in settle's trajectory), a workspace-free built-in (http_request) without a
+     * capability, and invalid arguments, naming the field.
      */
     async describeTeamCall(input: { tool: string; args: unknown; capability?: boolean }): Promise<DescribedTeamCall> {
       const registered = registry.get(input.tool);
-      if (!registered || registered.needsWorkspace) {
+      if (!registered || registered.runsIn === 'workflow' || (registered.needsWorkspace && !ownWorkspace)) {
         throw ApplicationFailure.nonRetryable(
           registered
             ? `${input.tool} is a built-in tool that needs a workspace: it runs in settle's trajectory workflow ` +
@@ -226,9 +243,10 @@ export function createActivities({
           FAILURE.UnknownTool,
         );
       }
-      // A built-in's reach is the capability's objects alone (http_request: its host: objects);
-      // without one it could reach nothing, so it is refused here, before anything is claimed or sent.
-      if (registered.builtIn && input.capability !== true) {
+      // A workspace-free built-in's reach is the capability's objects alone (http_request: its host:
+      // objects); without one it could reach nothing, so it is refused here, before anything is
+      // claimed or sent. The workspace built-ins reach the operator's workspace, as a trajectory's do.
+      if (registered.builtIn && !registered.needsWorkspace && input.capability !== true) {
         throw ApplicationFailure.nonRetryable(
           `${input.tool} needs a capability: pass settled({ capability }) one with the connect right and ` +
             'host: objects for the hosts it calls (settle cap mint)',
@@ -306,7 +324,8 @@ export function createActivities({
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
-      const access = await checkAccess(input.capability, input.tool, args, input.workspace, key, trajectoryId);
+      const workspace = workspaceFor(input.workspace);
+      const access = await checkAccess(input.capability, input.tool, args, workspace, key, trajectoryId);
       if (access.denied) {
         await countAlone();
         // A refusal says nothing about what an earlier attempt of this call did: when the key has
@@ -336,7 +355,7 @@ export function createActivities({
         { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
         // The network only from the capability's `connect` right; the input's `network` grants nothing.
         {
-          workspace: input.workspace,
+          workspace,
           workspaceRoot: policy.workspaceRoot,
           network: access.network,
           ...(access.egress ? { egress: access.egress } : {}),
@@ -380,11 +399,12 @@ export function createActivities({
     async runReadOnlyTool(input: ReadOnlyCallInput): Promise<ReadOnlyResult> {
       const { tool, args } = checkedCall(registry, input.tool, input.args, 'read-only');
       const audience = Context.current().info.workflowExecution?.workflowId ?? '';
+      const workspace = workspaceFor(input.workspace);
       const access = await checkAccess(
         input.capability,
         input.tool,
         args,
-        input.workspace,
+        workspace,
         input.key ?? `${audience}:${Context.current().info.activityId}`,
         audience,
       );
@@ -409,9 +429,7 @@ export function createActivities({
       }
       // The tool's own failure (a permission, an I/O error) is the answer to the model, not a
       // reason to retry the activity or fail the turn.
-      const run = tool
-        .run(args, { workspace: input.workspace })
-        .catch((err: unknown) => failed(`${input.tool} failed: ${errorMessage(err)}`));
+      const run = tool.run(args, { workspace }).catch((err: unknown) => failed(`${input.tool} failed: ${errorMessage(err)}`));
       const [observation] = await Promise.all([run, counted]);
       const bounded = boundObservation(observation);
       return { outcome: isErrorObservation(bounded) ? 'error' : 'ok', kind: 'observed', observation: bounded };
@@ -430,8 +448,13 @@ export function createActivities({
           settledBy: record.settledBy,
         };
       }
+      const workspace = workspaceFor(input.workspace);
+      if (ownWorkspace && workspace !== ownWorkspace) {
+        const detail = `this worker probes in its operator's workspace ${ownWorkspace} only (got ${workspace})`;
+        return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
+      }
       const { tool, args } = settledCall(record.tool, record.args);
-      const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace: input.workspace });
+      const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace });
       const final = verdict.verdict === 'unknown' && verdict.final === true;
       // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
       await failpoint('probe.after_answer');
