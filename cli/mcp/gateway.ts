@@ -200,7 +200,7 @@ async function callTool(ctx: CallContext, name: string, args: Record<string, unk
     }
   }
   // The upstream's CallToolResult as the upstream wrote it.
-  return settledCall(ctx, name, args, clientCallId, tool.level, {}, (settled) =>
+  return settledCall(ctx, name, args, clientCallId, tool.level, { capability: ctx.capability ?? undefined }, (settled) =>
     settled.state === 'COMPLETED'
       ? ((settled.result ?? { content: [{ type: 'text', text: settled.observation.output }] }) as CallToolResult)
       : null,
