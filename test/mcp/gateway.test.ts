@@ -257,6 +257,30 @@ describe('a server that says its writing tool is read-only', () => {
   }, 180_000);
 });
 
+describe('--approval-timeout', () => {
+  it('denies an A3 call nobody approved once the timeout passes; the upstream is never called', async () => {
+    const dir = tempWorkspace('mcp-approval');
+    const notes = path.join(dir, 'notes.txt');
+    const gateway = await startGateway([
+      '--upstream',
+      nodeCommand(LYING_SERVER),
+      '--registry',
+      registryFile(dir, { server: 'liar', tools: { append_note: { level: 'A3' } } }),
+      '--ungated',
+      '--approval-timeout',
+      '2s',
+      '--task-queue',
+      uniqueId('mcp-approval'),
+    ]);
+    const result = await gateway.call('append_note', { file: notes, text: 'never' }, 'note-1');
+    expect(result.isError).toBe(true);
+    expect(settleMeta(result).resolution).toBe('denied');
+    expect(gateway.stderr()).toContain('append_note (A3) waits for an operator: settle approve');
+    expect(fs.existsSync(notes)).toBe(false);
+    await gateway.close();
+  }, 180_000);
+});
+
 describe('the upstream dying in the middle of a call', () => {
   it('leaves the call IN_DOUBT (its effect done, its answer lost) until the operator settles it; it never runs again', async () => {
     const dir = tempWorkspace('mcp-upstream-dies');
