@@ -6,8 +6,13 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { SettlePlugin } from '../../api/worker';
+import { SettleClient } from '../../client/index';
+import { makeWorkerPolicy } from '../../activities/worker-policy';
+import { openTestDb, tempWorkspace, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 import { runSettle } from '../support/cli';
 import { sign } from '../../activities/capability/signer';
 import type { KeyRing } from '../../activities/capability/keyring';
@@ -110,4 +115,41 @@ describe('settle mcp serve --workspace', () => {
       expect(result.stderr).toContain(message);
     }
   }, 60_000);
+
+  it("a worker given its operator's workspace refuses a trajectory naming another one", async () => {
+    const dir = tempWorkspace('mcp-ws-own');
+    const other = tempWorkspace('mcp-ws-other');
+    for (const d of [dir, other]) fs.writeFileSync(path.join(d, 'x.txt'), 'hello\n');
+    const taskQueue = uniqueId('mcp-ws-own');
+    const native = await NativeConnection.connect({ address: inject('temporalAddress') });
+    const policy = makeWorkerPolicy({ workspaceRoot: testWorkspaceRoot(), modelEndpoints: [], modelKeyEnvs: [], allowNoCapability: false });
+    const worker = await Worker.create({
+      plugins: [new SettlePlugin({ databaseUrl: inject('databaseUrl'), policy, workspace: dir, keyRing: null, warn: () => {} })],
+      connection: native,
+      taskQueue,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+    });
+    const running = worker.run();
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const settle = new SettleClient(new Client({ connection }), taskQueue);
+      const view = (workspace: string) => [
+        { call_id: 'view', tool: 'file_view', args: { path: path.join(workspace, 'x.txt'), offset: 1, limit: 5 } },
+      ];
+      const own = uniqueId('own');
+      await settle.start(own, { workspace: dir });
+      const [allowed] = (await settle.runTurn(own, 0, view(dir))).calls;
+      expect(allowed?.observation?.output).toContain('hello');
+      const foreign = uniqueId('foreign');
+      await settle.start(foreign, { workspace: other });
+      const [refused] = (await settle.runTurn(foreign, 0, view(other))).calls;
+      expect(refused?.resolution).toBe('denied');
+      expect(refused?.observation?.error).toContain(`this worker runs calls in its operator's workspace ${dir} only`);
+    } finally {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await native.close();
+    }
+  }, 120_000);
 });
