@@ -55,6 +55,13 @@ export interface SettlePluginOptions {
   operatorKeys?: OperatorKeys | null;
   /** What the worker's operator allows the built-in tools; default: from the environment (activities/worker-policy.ts). */
   policy?: WorkerPolicy;
+  /**
+   * The workspace a team workflow's settled() calls run in: with it, they may call the file and
+   * shell built-ins there (`settle mcp serve --workspace`, docs/mcp.md). The operator's
+   * directory, never a workflow's or a model's: an existing directory strictly inside the
+   * policy's workspace root; calls naming any other workspace are refused.
+   */
+  workspace?: string;
   /** Run the migrations before the worker polls (default true). */
   migrate?: boolean;
   /** The lease sweeper's pace (activities/settled/lease-sweeper.ts). */
@@ -145,7 +152,15 @@ function settleWorkerParts(options: SettlePluginOptions) {
     }
   };
   const activities = {
-    ...createActivities({ store, identity, keyRing, policy, operatorKeys, registry }),
+    ...createActivities({
+      store,
+      identity,
+      keyRing,
+      policy,
+      operatorKeys,
+      registry,
+      ...(options.workspace ? { workspace: options.workspace } : {}),
+    }),
     ...aiToolActivities(options.tools ?? []),
     ...aiModelActivities(options.models),
   };

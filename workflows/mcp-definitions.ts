@@ -18,6 +18,13 @@ export interface McpCallInput {
   /** The client's call id (`_meta["io.settle/call_id"]`), or the gateway's own for this process. */
   callId: string;
   turn: number;
+  /**
+   * `--workspace`: the session's capability, checked by the worker at every access as a
+   * trajectory's is (the built-ins' paths and rights). Upstream tools are checked by the gateway.
+   */
+  capability?: unknown;
+  /** `--approval-timeout`: how long an A3 call waits for `settle approve` before it is denied, ms. */
+  approvalTimeoutMs?: number;
 }
 
 export const mcpCallUpdate = defineUpdate<SettledResult<unknown>, [McpCallInput]>('mcpCall');

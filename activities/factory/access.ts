@@ -35,11 +35,18 @@ export interface AccessCheck {
  * a tool that declares no access.
  */
 export async function checkAccess(
-  { registry, policy, keyRing, budgets }: ActivityContext,
+  { registry, policy, keyRing, budgets, ownWorkspace }: ActivityContext,
   capability: unknown,
   { tool, args, workspace, key, audience }: AccessCheck,
 ): Promise<{ denied: Denial | null; network: boolean; egress?: string[] }> {
   const registered = registry.get(tool);
+  // A worker its operator gave a workspace of its own serves that one only.
+  if (ownWorkspace && workspace !== ownWorkspace) {
+    return {
+      denied: { component: POLICY, reason: `this worker runs calls in its operator's workspace ${ownWorkspace} only (got ${workspace})` },
+      network: false,
+    };
+  }
   // A team's workflow has no workspace (''); a trajectory always has one, and it must be inside the root.
   if (registered?.needsWorkspace || workspace !== '') {
     const outside = await workspaceRefusal(workspace, policy.workspaceRoot);

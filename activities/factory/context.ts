@@ -25,6 +25,12 @@ export interface ActivityDeps {
   operatorKeys?: OperatorKeys | null;
   /** The tools this worker runs (default: the built-ins); a team's own come through SettlePlugin (docs/plugin.md). */
   registry?: ToolRegistry;
+  /**
+   * The workspace of a team workflow's settled() calls on this worker (real path, inside the
+   * policy's root), named by its operator (`settle mcp serve --workspace`): the file and shell
+   * built-ins run there. Never from a workflow or a call: a call naming any other workspace is refused.
+   */
+  workspace?: string;
 }
 
 export interface ActivityContext {
@@ -36,6 +42,10 @@ export interface ActivityContext {
   registry: ToolRegistry;
   callStats: CallStats;
   budgets: BudgetStore;
+  /** The operator's workspace for this worker's calls, when it has one (ActivityDeps.workspace). */
+  ownWorkspace: string | undefined;
+  /** Where a call runs: a trajectory's workspace; a team workflow's call (''), this worker's own when its operator named one. */
+  workspaceFor(requested: string): string;
 }
 
 export function activityContext({
@@ -45,8 +55,11 @@ export function activityContext({
   policy,
   operatorKeys = null,
   registry = new ToolRegistry([], policy.lanes ? { lanes: policy.lanes } : {}),
+  workspace: ownWorkspace,
 }: ActivityDeps): ActivityContext {
   return {
+    ownWorkspace,
+    workspaceFor: (requested) => (requested === '' && ownWorkspace ? ownWorkspace : requested),
     store,
     identity,
     keyRing,

@@ -30,10 +30,11 @@ export function readOnlyActivities(ctx: ActivityContext) {
     async runReadOnlyTool(input: ReadOnlyCallInput): Promise<ReadOnlyResult> {
       const { tool, args } = checkedCall(registry, input.tool, input.args, 'read-only');
       const audience = Context.current().info.workflowExecution?.workflowId ?? '';
+      const workspace = ctx.workspaceFor(input.workspace);
       const access = await checkAccess(ctx, input.capability, {
         tool: input.tool,
         args,
-        workspace: input.workspace,
+        workspace,
         key: input.key ?? `${audience}:${Context.current().info.activityId}`,
         audience,
       });
@@ -58,9 +59,7 @@ export function readOnlyActivities(ctx: ActivityContext) {
       }
       // The tool's own failure (a permission, an I/O error) is the answer to the model, not a
       // reason to retry the activity or fail the turn.
-      const run = tool
-        .run(args, { workspace: input.workspace })
-        .catch((err: unknown) => failed(`${input.tool} failed: ${errorMessage(err)}`));
+      const run = tool.run(args, { workspace }).catch((err: unknown) => failed(`${input.tool} failed: ${errorMessage(err)}`));
       const [observation] = await Promise.all([run, counted]);
       const bounded = boundObservation(observation);
       return { outcome: isErrorObservation(bounded) ? 'error' : 'ok', kind: 'observed', observation: bounded };

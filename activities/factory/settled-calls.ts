@@ -87,13 +87,8 @@ export function settledCallActivities(ctx: ActivityContext) {
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
-      const access = await checkAccess(ctx, input.capability, {
-        tool: input.tool,
-        args,
-        workspace: input.workspace,
-        key,
-        audience: trajectoryId,
-      });
+      const workspace = ctx.workspaceFor(input.workspace);
+      const access = await checkAccess(ctx, input.capability, { tool: input.tool, args, workspace, key, audience: trajectoryId });
       if (access.denied) {
         await countAlone();
         // A refusal says nothing about what an earlier attempt of this call did: when the key has
@@ -114,7 +109,7 @@ export function settledCallActivities(ctx: ActivityContext) {
         { key, trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, args },
         // The network only from the capability's `connect` right; the input's `network` grants nothing.
         {
-          workspace: input.workspace,
+          workspace,
           workspaceRoot: policy.workspaceRoot,
           network: access.network,
           ...(access.egress ? { egress: access.egress } : {}),
@@ -164,8 +159,13 @@ export function settledCallActivities(ctx: ActivityContext) {
           settledBy: record.settledBy,
         };
       }
+      const workspace = ctx.workspaceFor(input.workspace);
+      if (ctx.ownWorkspace && workspace !== ctx.ownWorkspace) {
+        const detail = `this worker probes in its operator's workspace ${ctx.ownWorkspace} only (got ${workspace})`;
+        return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
+      }
       const { tool, args } = settledCall(record.tool, record.args);
-      const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace: input.workspace });
+      const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace });
       const final = verdict.verdict === 'unknown' && verdict.final === true;
       // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
       await failpoint('probe.after_answer');

@@ -23,17 +23,18 @@ export interface DescribedTeamCall {
   lane: LaneChoice;
 }
 
-export function teamCallActivities({ registry }: ActivityContext) {
+export function teamCallActivities({ registry, ownWorkspace }: ActivityContext) {
   return {
     /**
      * A team tool's call from a team's workflow: the arguments validated by the worker's
-     * registry, the tool's level and whether it has a probe. Refuses (non-retryable) an unknown
-     * tool, a built-in that needs a workspace (it runs in settle's trajectory), a workspace-free
-     * built-in (http_request) without a capability, and invalid arguments, naming the field.
+     * registry, the tool's level, whether it has a probe, and its lane. Refuses (non-retryable)
+     * an unknown tool, spawn_subagent, a built-in that needs a workspace on a worker without one
+     * of its own (it runs in settle's trajectory), a workspace-free built-in (http_request)
+     * without a capability, and invalid arguments, naming the field.
      */
     async describeTeamCall(input: { tool: string; args: unknown; capability?: boolean }): Promise<DescribedTeamCall> {
       const registered = registry.get(input.tool);
-      if (!registered || registered.needsWorkspace) {
+      if (!registered || registered.runsIn === 'workflow' || (registered.needsWorkspace && !ownWorkspace)) {
         throw ApplicationFailure.nonRetryable(
           registered
             ? `${input.tool} is a built-in tool that needs a workspace: it runs in settle's trajectory workflow ` +
@@ -42,9 +43,10 @@ export function teamCallActivities({ registry }: ActivityContext) {
           FAILURE.UnknownTool,
         );
       }
-      // A built-in's reach is the capability's objects alone (http_request: its host: objects);
-      // without one it could reach nothing, so it is refused here, before anything is claimed or sent.
-      if (registered.builtIn && input.capability !== true) {
+      // A workspace-free built-in's reach is the capability's objects alone (http_request: its host:
+      // objects); without one it could reach nothing, so it is refused here, before anything is
+      // claimed or sent. The workspace built-ins reach the operator's workspace, as a trajectory's do.
+      if (registered.builtIn && !registered.needsWorkspace && input.capability !== true) {
         throw ApplicationFailure.nonRetryable(
           `${input.tool} needs a capability: pass settled({ capability }) one with the connect right and ` +
             'host: objects for the hosts it calls (settle cap mint)',

@@ -77,6 +77,8 @@ export function gatewayTools(upstream: UpstreamServer, listed: readonly Upstream
             args: upstreamArgs(),
             accept: ACCEPTED,
             level: policy.level,
+            // The worker checks the session's capability too (the gateway checked it before the update): `mcp:<server>/<tool>`, write.
+            access: () => ({ right: 'write', target: { kind: 'mcp', server: registry.server, tool: name } }),
             execute: async (args, { key, assertLeaseHeld }) => {
               await upstream.ready().catch((err: unknown) => {
                 // The request was never sent: nothing can have happened.

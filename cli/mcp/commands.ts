@@ -11,7 +11,9 @@ export function registerMcpCommands(program: Command): void {
   const mcp = program.command('mcp').description('The MCP gateway: settle in front of an MCP server (docs/mcp.md).');
   mcp
     .command('serve')
-    .description("Serve an upstream MCP server's tools over MCP, every call settled in the session's trajectory.")
+    .description(
+      "Serve an upstream MCP server's tools, or settle's own on a workspace, over MCP: every call settled in the session's trajectory.",
+    )
     .option('--upstream <command>', 'the upstream MCP server to start over stdio, e.g. "npx @modelcontextprotocol/server-memory"')
     .option('--registry <file>', "the operator's registry: the server's name, each tool's level and probe (JSON; docs/mcp.md)")
     .option('--name <server>', 'without --registry: the name capabilities grant the server by (mcp:<name>/<tool>)')
@@ -26,7 +28,8 @@ export function registerMcpCommands(program: Command): void {
       [],
     )
     .option('--http <port>', 'serve streamable HTTP on 127.0.0.1:<port> (path /mcp) instead of stdio')
-    .option('--workspace <dir>', "without --upstream: serve settle's own tool catalog on this workspace (not built yet)")
+    .option('--workspace <dir>', "instead of --upstream: serve settle's own tools (file_view, file_edit, …), run in this directory")
+    .option('--approval-timeout <duration>', 'how long an A3 call waits for `settle approve` before it is denied, e.g. 30m (default 1h)')
     .action(async (opts: ServeOptions) => {
       const { serve } = await import('./serve');
       try {

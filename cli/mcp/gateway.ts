@@ -1,14 +1,16 @@
 /**
- * `settle mcp serve --upstream "<command>"` (docs/mcp.md): an MCP server in front of one upstream
- * MCP server. It lists the upstream's tools unchanged (their lint findings go to the log), and
- * runs every tools/call under the operator's registry and the session's capability: A0 forwarded,
- * A1/A2 as a settled call in the session's trajectory workflow (run by this process's own worker,
- * whose tools call the upstream); an A3 call waits there for `settle approve` (or is denied).
+ * `settle mcp serve` (docs/mcp.md). With `--upstream "<command>"`: an MCP server in front of one
+ * upstream MCP server. It lists the upstream's tools unchanged (their lint findings go to the
+ * log), and runs every tools/call under the operator's registry and the session's capability: A0
+ * forwarded, A1/A2 as a settled call in the session's trajectory workflow (run by this process's
+ * own worker, whose tools call the upstream); an A3 call waits there for `settle approve` (or is
+ * denied). With `--workspace DIR`: settle's own built-ins, every call (A0 too) a settled call
+ * whose worker runs it in DIR and checks the session's capability at every access.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { lintDocument } from '../../workbench/lint/index';
@@ -21,17 +23,32 @@ import { authorize } from '../../activities/capability/authorize';
 import { loadKeyRing, type KeyRing } from '../../activities/capability/keyring';
 import { gatewayTools, type GatewayTool } from '../../activities/mcp/gateway-tools';
 import type { UpstreamServer, UpstreamTool } from '../../activities/mcp/upstream';
-import { mcpCallUpdate, mcpCloseSignal } from '../../workflows/mcp-definitions';
+import { workspaceTools, type WorkspaceTool } from '../../activities/mcp/workspace-tools';
+import type { WorkerPolicy } from '../../activities/worker-policy';
+import type { Observation } from '../../core/observation';
+import type { SideEffectLevel } from '../../core/tools/catalog';
+import type { AnyTeamTool } from '../../activities/tools/team-tool';
+import type { SettledResult } from '../../workflows/team-calls';
+import { mcpCallUpdate, mcpCloseSignal, type McpCallInput } from '../../workflows/mcp-definitions';
 import type { mcpSessionWorkflow } from '../../workflows/mcp-session';
 import { SettlePlugin } from '../../workers/settle-plugin';
+import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../../core/tools/lanes';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
 
 /** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
 export const CALL_ID_META = 'io.settle/call_id';
 
+/** What a gateway serves: an upstream MCP server's tools, or settle's own on the operator's workspace. */
+export type GatewaySource =
+  | { kind: 'upstream'; upstream: UpstreamServer; registry: McpRegistry }
+  /** `dir`: the workspace's real path; `policy`: the worker's, its workspace root holding `dir`. */
+  | { kind: 'workspace'; dir: string; policy: WorkerPolicy };
+
+/** The server name a `--workspace` gateway goes by (its default task queue, its trajectory ids). */
+export const WORKSPACE_SERVER = 'settle';
+
 export interface GatewayOptions {
-  upstream: UpstreamServer;
-  registry: McpRegistry;
+  source: GatewaySource;
   /** The session's trajectory (workflow id). */
   trajectoryId: string;
   taskQueue: string;
@@ -40,6 +57,8 @@ export interface GatewayOptions {
   databaseUrl: string;
   /** The session's capability (checked for every call), or null when the operator serves ungated. */
   capability: CapabilityToken | null;
+  /** How long an A3 call waits for `settle approve` before it is denied (default: settled()'s, one hour). */
+  approvalTimeoutMs?: number;
   /** A pre-built bundle of settle's workflows (SETTLE_WORKFLOW_BUNDLE); else bundled at start. */
   workflowBundlePath?: string;
   log: (line: string) => void;
@@ -53,16 +72,20 @@ export interface Gateway {
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
-  const { upstream, registry, log } = options;
-  const listed = await upstream.listTools();
-  lintUpstream(listed, registry.server, log);
-  const { definitions, tools } = gatewayTools(upstream, listed, registry);
-  for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
+  const { source, log } = options;
+  const served = source.kind === 'upstream' ? await upstreamCatalog(source, log) : workspaceCatalog(options.capability !== null, log);
   const ring = options.capability ? loadKeyRing() : null;
 
   const nativeConnection = await NativeConnection.connect({ address: options.temporalAddress });
   const worker = await Worker.create({
-    plugins: [new SettlePlugin({ tools: definitions, databaseUrl: options.databaseUrl, warn: log })],
+    plugins: [
+      new SettlePlugin({
+        tools: served.definitions,
+        databaseUrl: options.databaseUrl,
+        warn: log,
+        ...(source.kind === 'workspace' ? { workspace: source.dir, policy: source.policy } : {}),
+      }),
+    ],
     connection: nativeConnection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
@@ -79,23 +102,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const handle = await client.workflow.start<typeof mcpSessionWorkflow>('mcpSessionWorkflow', {
     workflowId: options.trajectoryId,
     taskQueue: options.taskQueue,
-    args: [{ server: registry.server }],
+    args: [{ server: served.server }],
     workflowIdConflictPolicy: 'USE_EXISTING',
+    // What notices a dead gateway worker in the middle of a local-lane call (core/tools/lanes.ts).
+    workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
   });
-  log(`settle mcp: serving ${tools.size} tool(s) of ${registry.server} in trajectory ${options.trajectoryId}`);
+  log(`settle mcp: serving ${served.listed.length} tool(s) of ${served.server} in trajectory ${options.trajectoryId}`);
 
   // Call ids the gateway makes up for calls that bring none: unique to this process, so a restarted
   // gateway never mistakes a new call for an old one (and never deduplicates a retry: see docs/mcp.md).
   const processId = randomUUID().slice(0, 8);
   let counter = 0;
-  const ctx: CallContext = { ...options, tools, handle, ring, nextCallId: () => `auto-${processId}-${++counter}` };
+  const ctx: CallContext = { ...options, served, handle, ring, nextCallId: () => `auto-${processId}-${++counter}` };
 
   return {
     server() {
-      const mcp = new McpServer({ name: `settle-mcp-${registry.server}`, version: '0.1.0' }, { capabilities: { tools: {} } });
-      // The protocol-level handlers: McpServer's own tools/list would publish zod schemas of its own,
-      // and the gateway lists the upstream's tools as the upstream wrote them.
-      mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed }));
+      const mcp = new McpServer({ name: `settle-mcp-${served.server}`, version: '0.1.0' }, { capabilities: { tools: {} } });
+      // The protocol-level handlers: McpServer's own tools/list would publish zod schemas of its own;
+      // the gateway lists the upstream's tools as the upstream wrote them, or the catalog's schemas.
+      mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: served.listed }));
       mcp.server.setRequestHandler(CallToolRequestSchema, async (request) =>
         callTool(ctx, request.params.name, request.params.arguments ?? {}, request.params._meta?.[CALL_ID_META]),
       );
@@ -105,34 +130,99 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await handle.signal(mcpCloseSignal).catch(() => {});
       worker.shutdown();
       await running.catch(() => {});
-      await upstream.close();
+      if (source.kind === 'upstream') await source.upstream.close();
       await connection.close();
       await nativeConnection.close();
     },
   };
 }
 
+/** What one gateway serves: the tools it lists, the definitions its worker registers, and how each call is routed. */
+interface Served {
+  server: string;
+  listed: readonly (UpstreamTool | Tool)[];
+  definitions: AnyTeamTool[];
+  /** By tool name: an upstream's tool, or a built-in on the workspace. */
+  tools: Map<string, { kind: 'upstream'; tool: GatewayTool } | { kind: 'workspace'; tool: WorkspaceTool }>;
+}
+
+async function upstreamCatalog(source: Extract<GatewaySource, { kind: 'upstream' }>, log: (line: string) => void): Promise<Served> {
+  const { upstream, registry } = source;
+  const listed = await upstream.listTools();
+  lintUpstream(listed, registry.server, log);
+  const { definitions, tools } = gatewayTools(upstream, listed, registry);
+  for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
+  return {
+    server: registry.server,
+    listed,
+    definitions,
+    tools: new Map([...tools].map(([name, tool]) => [name, { kind: 'upstream', tool }])),
+  };
+}
+
+/** The built-ins need no definitions of the gateway's: every worker registers them. */
+function workspaceCatalog(capability: boolean, log: (line: string) => void): Served {
+  const { tools, skipped } = workspaceTools({ capability });
+  for (const s of skipped) log(`settle mcp: ${s.name} is not served: ${s.reason}`);
+  return {
+    server: WORKSPACE_SERVER,
+    listed: [...tools.values()].map((t) => t.listed),
+    definitions: [],
+    tools: new Map([...tools].map(([name, tool]) => [name, { kind: 'workspace', tool }])),
+  };
+}
+
 interface CallContext extends GatewayOptions {
-  tools: Map<string, GatewayTool>;
+  served: Served;
   handle: WorkflowHandle<typeof mcpSessionWorkflow>;
   ring: KeyRing | null;
   nextCallId: () => string;
 }
 
 async function callTool(ctx: CallContext, name: string, args: Record<string, unknown>, clientCallId: unknown): Promise<CallToolResult> {
-  const tool = ctx.tools.get(name);
-  if (!tool) return toolError(`settle: ${name} is not a tool of ${ctx.registry.server}`);
+  const entry = ctx.served.tools.get(name);
+  if (!entry) return toolError(`settle: ${name} is not a tool of ${ctx.served.server}`);
+  if (entry.kind === 'workspace') {
+    // The worker checks the capability at every access (paths, rights), as a trajectory's; the
+    // answer is the tool's observation.
+    return settledCall(ctx, name, args, clientCallId, entry.tool.level, { capability: ctx.capability ?? undefined }, resultOfObservation);
+  }
+  const tool = entry.tool;
+  const { source } = ctx;
+  if (source.kind !== 'upstream') throw new Error('an upstream tool on a workspace gateway');
   if (!tool.served) return toolError(`settle: ${name} cannot be called through settle: ${tool.reason}`);
-  const denied = await capabilityDenial(ctx, tool.name, tool.level === 'A0' ? 'read' : 'write');
-  if (denied) return toolError(`settle: refused: the session's capability does not grant mcp:${ctx.registry.server}/${name} (${denied})`);
+  const denied = await capabilityDenial(ctx, source.registry.server, tool.name, tool.level === 'A0' ? 'read' : 'write');
+  if (denied)
+    return toolError(`settle: refused: the session's capability does not grant mcp:${source.registry.server}/${name} (${denied})`);
   if (tool.level === 'A0') {
     // Read-only by the operator's word: forwarded, and a failure is only a failed read.
     try {
-      return (await ctx.upstream.callTool(name, args, {})) as CallToolResult;
+      return (await source.upstream.callTool(name, args, {})) as CallToolResult;
     } catch (err) {
-      return toolError(`settle: ${ctx.registry.server} did not answer ${name}: ${errorMessage(err)}`);
+      return toolError(`settle: ${source.registry.server} did not answer ${name}: ${errorMessage(err)}`);
     }
   }
+  // The upstream's CallToolResult as the upstream wrote it.
+  return settledCall(ctx, name, args, clientCallId, tool.level, { capability: ctx.capability ?? undefined }, (settled) =>
+    settled.state === 'COMPLETED'
+      ? ((settled.result ?? { content: [{ type: 'text', text: settled.observation.output }] }) as CallToolResult)
+      : null,
+  );
+}
+
+/**
+ * One call as an update of the session's workflow, whose handler calls settled(). `answer` turns
+ * a completed call into the client's result (null: it did not complete, a tool error).
+ */
+async function settledCall(
+  ctx: CallContext,
+  name: string,
+  args: Record<string, unknown>,
+  clientCallId: unknown,
+  level: SideEffectLevel,
+  call: Pick<McpCallInput, 'capability'>,
+  answer: (settled: SettledResult<unknown>) => CallToolResult | null,
+): Promise<CallToolResult> {
   if (clientCallId !== undefined && (typeof clientCallId !== 'string' || clientCallId.length === 0 || clientCallId.length > 255)) {
     return toolError(`settle: _meta["${CALL_ID_META}"] must be a text of 1 to 255 characters`);
   }
@@ -145,14 +235,22 @@ async function callTool(ctx: CallContext, name: string, args: Record<string, unk
     return toolError(`settle: ${err instanceof InputError ? err.message : errorMessage(err)}`);
   }
   // An A3 call waits in the session's workflow for `settle approve` (its key is the update id); the MCP call stays pending.
-  if (tool.level === 'A3') ctx.log(`settle mcp: ${name} (A3) waits for an operator: settle approve ${ctx.trajectoryId} ${updateId}`);
+  if (level === 'A3') ctx.log(`settle mcp: ${name} (A3) waits for an operator: settle approve ${ctx.trajectoryId} ${updateId}`);
+  const input: McpCallInput = {
+    tool: name,
+    args,
+    callId,
+    turn: 0,
+    ...(call.capability !== undefined ? { capability: call.capability } : {}),
+    ...(ctx.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: ctx.approvalTimeoutMs } : {}),
+  };
   try {
-    const settled = await ctx.handle.executeUpdate(mcpCallUpdate, { args: [{ tool: name, args, callId, turn: 0 }], updateId });
+    const settled = await ctx.handle.executeUpdate(mcpCallUpdate, { args: [input], updateId });
     const meta = { 'io.settle/key': settled.key, 'io.settle/resolution': settled.resolution, 'io.settle/state': settled.state };
-    if (settled.state !== 'COMPLETED') {
+    const result = answer(settled);
+    if (!result) {
       return { ...toolError(`settle: ${name} did not complete (${settled.resolution}): ${settled.observation.error ?? ''}`), _meta: meta };
     }
-    const result = (settled.result ?? { content: [{ type: 'text', text: settled.observation.output }] }) as CallToolResult;
     return { ...result, _meta: { ...(result._meta ?? {}), ...meta } };
   } catch (err) {
     const cause = err instanceof WorkflowUpdateFailedError && err.cause ? err.cause.message : errorMessage(err);
@@ -160,14 +258,23 @@ async function callTool(ctx: CallContext, name: string, args: Record<string, unk
   }
 }
 
+/** A built-in's answer: its observation's text; a tool error when it failed (a refused path, no match). */
+function resultOfObservation(settled: SettledResult<unknown>): CallToolResult | null {
+  if (settled.state !== 'COMPLETED' && settled.resolution !== 'read') return null;
+  const o: Observation = settled.observation;
+  const failed = o.error !== null || o.exit_status !== 0;
+  const text = [o.output, o.error ?? ''].filter(Boolean).join('\n');
+  return { content: [{ type: 'text', text }], ...(failed ? { isError: true } : {}) };
+}
+
 /** Why the session's capability does not allow this call, or null (also when the operator serves ungated). */
-async function capabilityDenial(ctx: CallContext, tool: string, op: 'read' | 'write'): Promise<string | null> {
+async function capabilityDenial(ctx: CallContext, server: string, tool: string, op: 'read' | 'write'): Promise<string | null> {
   if (!ctx.capability || !ctx.ring) return null;
   const { verdict } = await authorize(
     ctx.capability,
     {
       op,
-      target: { kind: 'mcp', server: ctx.registry.server, tool },
+      target: { kind: 'mcp', server, tool },
       cost: 1,
       audience: ctx.trajectoryId,
       nowMs: Date.now(),

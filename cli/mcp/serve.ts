@@ -1,13 +1,17 @@
 /**
- * `settle mcp serve`: the MCP gateway (docs/mcp.md). stdio by default (stdout is the protocol;
+ * `settle mcp serve`: the MCP gateway (docs/mcp.md), in front of an upstream MCP server
+ * (`--upstream`) or serving settle's own tools on the operator's workspace (`--workspace`). stdio by default (stdout is the protocol;
  * every log line goes to stderr), streamable HTTP with `--http <port>`. Declared in commands.ts.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { InputError } from '../../core/errors';
+import { errorMessage, InputError } from '../../core/errors';
+import { parseDurationMs } from '../../core/duration';
+import { loadWorkerPolicy, WORKSPACE_ROOT_VARIABLE } from '../../activities/worker-policy';
 import { defaultRegistry, parseMcpRegistry, type McpRegistry } from '../../core/mcp/registry';
 import { UpstreamServer } from '../../activities/mcp/upstream';
 import { installRuntime } from '../../workers/runtime';
@@ -15,7 +19,7 @@ import { serverEnvironment, splitCommandLine } from '../mcp-tools';
 import { databaseUrl } from '../connections';
 import { readDevSettings } from '../dev-settings';
 import { UsageError } from '../usage-error';
-import { readCapability, startGateway, type Gateway } from './gateway';
+import { readCapability, startGateway, WORKSPACE_SERVER, type Gateway, type GatewaySource } from './gateway';
 
 /** The flags of `settle mcp serve`, as commander parses them (commands.ts). */
 export interface ServeOptions {
@@ -29,27 +33,51 @@ export interface ServeOptions {
   env: string[];
   http?: string;
   workspace?: string;
+  approvalTimeout?: string;
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
   // stdout carries the protocol: anything that logs through console.log must not reach it.
   console.log = console.error;
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  if (opts.upstream === undefined) {
-    throw new UsageError(
-      opts.workspace === undefined
-        ? '--upstream: must be given (the MCP server to serve)'
-        : "--workspace: serving settle's own catalog over MCP is not built yet; run an orchestrator with SettleClient (docs/mcp.md)",
-    );
+  if (opts.upstream !== undefined && opts.workspace !== undefined) {
+    throw new UsageError("--upstream, --workspace: give one, not both (an upstream MCP server's tools, or settle's own on a workspace)");
+  }
+  if (opts.upstream === undefined && opts.workspace === undefined) {
+    throw new UsageError("--upstream or --workspace: one must be given (the MCP server to serve, or the workspace of settle's own tools)");
   }
   if (!!opts.capability === !!opts.ungated) throw new UsageError('--capability <file> or --ungated: exactly one must be given');
-  const registry = loadRegistry(opts);
+  const approvalTimeoutMs = opts.approvalTimeout === undefined ? undefined : approvalTimeout(opts.approvalTimeout);
+  const source = opts.workspace !== undefined ? workspaceSource(opts, opts.workspace) : upstreamSource(opts, opts.upstream!, log);
+  const server = source.kind === 'upstream' ? source.registry.server : WORKSPACE_SERVER;
   const capability = opts.capability ? readCapability(opts.capability) : null;
   if (capability && opts.trajectory !== undefined && opts.trajectory !== capability.body.aud) {
     throw new UsageError(`--trajectory: must be the capability's audience (${capability.body.aud}) when both are given`);
   }
-  const trajectoryId = opts.trajectory ?? capability?.body.aud ?? `mcp-${registry.server}-${randomUUID()}`;
-  const [command, ...args] = splitCommandLine(opts.upstream);
+  const trajectoryId = opts.trajectory ?? capability?.body.aud ?? `mcp-${server}-${randomUUID()}`;
+  const dev = process.env.TEMPORAL_ADDRESS ? null : readDevSettings();
+  const temporalAddress = process.env.TEMPORAL_ADDRESS || dev?.temporalAddress;
+  if (!temporalAddress) throw new UsageError('TEMPORAL_ADDRESS: must be set (or run `settle dev`, whose settings the CLI then finds)');
+  installRuntime('WARN');
+  const gateway = await startGateway({
+    source,
+    trajectoryId,
+    taskQueue: opts.taskQueue ?? `settle-mcp-${server}`,
+    temporalAddress,
+    namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
+    databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
+    capability,
+    ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
+    ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
+    log,
+  });
+  if (opts.http !== undefined) await serveHttp(gateway, port(opts.http), log);
+  else await serveStdio(gateway);
+}
+
+function upstreamSource(opts: ServeOptions, commandLine: string, log: (line: string) => void): GatewaySource {
+  const registry = loadRegistry(opts);
+  const [command, ...args] = splitCommandLine(commandLine);
   if (command === undefined) throw new UsageError('--upstream: must be a command line that starts an MCP server');
   const upstream = new UpstreamServer({
     command,
@@ -59,25 +87,48 @@ export async function serve(opts: ServeOptions): Promise<void> {
     callTimeoutMs: 10 * 60_000,
     log,
   });
-  const dev = process.env.TEMPORAL_ADDRESS ? null : readDevSettings();
-  const temporalAddress = process.env.TEMPORAL_ADDRESS || dev?.temporalAddress;
-  if (!temporalAddress) throw new UsageError('TEMPORAL_ADDRESS: must be set (or run `settle dev`, whose settings the CLI then finds)');
-  installRuntime('WARN');
-  const gateway = await startGateway({
-    upstream,
-    registry,
-    trajectoryId,
-    taskQueue: opts.taskQueue ?? `settle-mcp-${registry.server}`,
-    temporalAddress,
-    namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
-    databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
-    capability,
-    ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
-    log,
-  });
-  if (opts.http !== undefined) await serveHttp(gateway, port(opts.http), log);
-  else await serveStdio(gateway);
+  return { kind: 'upstream', upstream, registry };
 }
+
+/**
+ * The operator's directory, as the worker will hold it: its real path, and a policy whose
+ * workspace root is its parent (the directory lies strictly inside, with nothing between; the
+ * worker refuses any other workspace). The rest of the policy is the environment's.
+ */
+function workspaceSource(opts: ServeOptions, dir: string): GatewaySource {
+  for (const flag of ['registry', 'name'] as const) {
+    if (opts[flag] !== undefined) throw new UsageError(`--${flag}: only with --upstream (--workspace serves settle's own tools)`);
+  }
+  if (opts.env.length > 0) throw new UsageError('--env: only with --upstream (--workspace starts no server)');
+  let real: string;
+  try {
+    real = fs.realpathSync(path.resolve(dir));
+  } catch (err) {
+    throw new UsageError(`--workspace: must name an existing directory (${errorMessage(err)})`);
+  }
+  if (!fs.statSync(real).isDirectory()) throw new UsageError(`--workspace: must name a directory (${real} is not one)`);
+  const root = path.dirname(real);
+  if (root === '/' || real === '/') {
+    throw new UsageError(
+      `--workspace: must lie below a top-level directory (its parent becomes the worker's workspace root, never /; got ${real})`,
+    );
+  }
+  return { kind: 'workspace', dir: real, policy: loadWorkerPolicy({ ...process.env, [WORKSPACE_ROOT_VARIABLE]: root }) };
+}
+
+/** How long an A3 call waits for `settle approve`: 1 s to 30 days, as a trajectory's approvalTimeoutMs. */
+function approvalTimeout(text: string): number {
+  let ms: number;
+  try {
+    ms = parseDurationMs(text, '--approval-timeout');
+  } catch (err) {
+    throw new UsageError(`--approval-timeout: must ${(err as InputError).rule}`);
+  }
+  if (ms > MAX_APPROVAL_TIMEOUT_MS) throw new UsageError(`--approval-timeout: must be at most 30d (got ${text})`);
+  return ms;
+}
+
+const MAX_APPROVAL_TIMEOUT_MS = 30 * 24 * 3600_000;
 
 function loadRegistry(opts: ServeOptions): McpRegistry {
   if (opts.registry === undefined) {

@@ -185,7 +185,7 @@ describe('capabilities', () => {
         v: 1,
         aud: trajectory,
         rights: ['read', 'write'],
-        objects: ['mcp:files/read_text_file'],
+        objects: ['mcp:files/read_text_file', 'mcp:files/edit_file'],
         pred: { max_cost: 10, budget: 100 },
         exp: Date.now() + 3_600_000,
         parent: null,
@@ -208,13 +208,17 @@ describe('capabilities', () => {
       ],
       { SETTLE_CAP_KEYS: `k1:${secret.toString('base64')}` },
     );
-    const refused = await gateway.call('edit_file', EDIT(file), 'edit-1');
+    const refused = await gateway.call('write_file', { path: file, content: 'overwritten\n' }, 'write-1');
     expect(refused.isError).toBe(true);
-    expect(textOf(refused)).toContain("refused: the session's capability does not grant mcp:files/edit_file");
+    expect(textOf(refused)).toContain("refused: the session's capability does not grant mcp:files/write_file");
     expect(fs.readFileSync(file, 'utf8')).toBe('count:\n');
+    // Granted: settled, and the worker (which holds the keys) checks the capability again.
+    const edited = await gateway.call('edit_file', EDIT(file), 'edit-1');
+    expect(edited.isError, textOf(edited)).toBeFalsy();
+    expect(fs.readFileSync(file, 'utf8')).toBe('count:I\n');
     const read = await gateway.call('read_text_file', { path: file });
     expect(read.isError, textOf(read)).toBeFalsy();
-    expect(textOf(read)).toContain('count:');
+    expect(textOf(read)).toContain('count:I');
     await gateway.close();
   }, 180_000);
 });
@@ -249,6 +253,30 @@ describe('a server that says its writing tool is read-only', () => {
     expect(settleMeta(again).key).toBe(settleMeta(first).key);
     expect(settleMeta(first).resolution).toBe('executed');
     expect((await store.get(settleMeta(first).key))?.state).toBe('COMPLETED');
+    await gateway.close();
+  }, 180_000);
+});
+
+describe('--approval-timeout', () => {
+  it('denies an A3 call nobody approved once the timeout passes; the upstream is never called', async () => {
+    const dir = tempWorkspace('mcp-approval');
+    const notes = path.join(dir, 'notes.txt');
+    const gateway = await startGateway([
+      '--upstream',
+      nodeCommand(LYING_SERVER),
+      '--registry',
+      registryFile(dir, { server: 'liar', tools: { append_note: { level: 'A3' } } }),
+      '--ungated',
+      '--approval-timeout',
+      '2s',
+      '--task-queue',
+      uniqueId('mcp-approval'),
+    ]);
+    const result = await gateway.call('append_note', { file: notes, text: 'never' }, 'note-1');
+    expect(result.isError).toBe(true);
+    expect(settleMeta(result).resolution).toBe('denied');
+    expect(gateway.stderr()).toContain('append_note (A3) waits for an operator: settle approve');
+    expect(fs.existsSync(notes)).toBe(false);
     await gateway.close();
   }, 180_000);
 });
