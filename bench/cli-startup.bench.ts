@@ -52,7 +52,7 @@ export async function statusTarget(b: BenchStack): Promise<StatusTarget> {
   const workspace = path.join(b.workDir, 'ws', trajectoryId);
   fs.mkdirSync(workspace, { recursive: true });
   fs.writeFileSync(path.join(workspace, 'a.txt'), 'todo\n');
-  const turns = [{ turn: 0, calls: [{ call_id: 'c0', tool: 'file_view', args: { path: path.join(workspace, 'a.txt') } }] }];
+  const turns = [{ turn: 0, calls: [{ call_id: 'c0', tool: 'file_view', args: { path: path.join(workspace, 'a.txt'), offset: 1, limit: 10 } }] }];
   const handle = await b.client.workflow.start(
     'trajectoryWorkflow',
     trajectoryStartOptions(b.settleQueue, trajectoryId, { workspace, turns }),
