@@ -1,5 +1,5 @@
 /**
- * What `settle start`, `status`, `approve` and `resolve` do (declared in cli/trajectory-commands.ts):
+ * What `settle start`, `approve` and `resolve` do (declared in cli/trajectory-commands.ts):
  * imported only when one of them runs, with Temporal's client, Postgres and the spec schemas.
  */
 import fs from 'node:fs';
@@ -9,17 +9,13 @@ import { CATALOG } from '../core/tools/catalog';
 import { parseIJson } from '../core/json-text';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
-import { reportOutcomeText } from '../core/outcome-label';
-import { deadlineExceeded, type TrajectoryStatusReport } from '../client/index';
-import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { approveCall, resolveCall, verdictOf } from './resolve-call';
 import { operatorSigner, verifyingKeys } from './operator-key';
-import { databaseConfigured, withClient, withStore } from './connections';
+import { withClient, withStore } from './connections';
 import { fullKey, keyArgument, uniqueKey } from './key-prefix';
-import { formatTable } from './table';
 import { readStdin } from './stdin';
 import { UsageError } from './usage-error';
-import { printable, printableLines } from './terminal-text';
+import { printable } from './terminal-text';
 
 export async function startTrajectory(specPath: string, opts: { cap?: string; summary?: string }): Promise<void> {
   const spec = await readSpec(specPath, opts.cap);
@@ -43,24 +39,6 @@ export async function startTrajectory(specPath: string, opts: { cap?: string; su
           'so a call that matches a recorded one replays its recorded result instead of running again',
       );
     }
-  });
-}
-
-export async function trajectoryStatus(id: string, opts: { json: boolean }): Promise<void> {
-  await withClient(async (client) => {
-    const status = await client.status(id).catch((err: Error) => {
-      if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
-      throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
-    });
-    // No worker, or no answer: the records are what is known (the workflow cannot be asked).
-    const records = status.unanswered || (!status.workerPolling && status.runStatus !== 'COMPLETED') ? await recordsOf(id) : null;
-    if (opts.json) {
-      console.log(JSON.stringify({ ...status, ...(records ? { records: records.rows ?? null } : {}) }, null, 2));
-    } else {
-      printStatus(status, records);
-    }
-    // A status without the trajectory's own answer is not a success.
-    if (status.unanswered) process.exitCode = 1;
   });
 }
 
@@ -183,71 +161,4 @@ function sameOperator(flag: string, given: string | undefined, operator: string)
   if (given !== undefined && given !== operator) {
     throw new UsageError(`${flag}: must be the operator your key names (${operator}), or be left out`);
   }
-}
-
-/** The endpoint records of a trajectory, or why they cannot be read. */
-async function recordsOf(id: string): Promise<{ rows: EndpointRecord[] | null; note: string | null }> {
-  if (!databaseConfigured()) return { rows: null, note: 'DATABASE_URL is not set, so the endpoint records cannot be shown either' };
-  try {
-    return { rows: await withStore((store) => store.list({ trajectoryId: id })), note: null };
-  } catch (err) {
-    return { rows: null, note: `the endpoint records could not be read (${(err as Error).message})` };
-  }
-}
-
-function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRecord[] | null; note: string | null } | null): void {
-  console.log(
-    `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
-  );
-  if (status.summary) console.log(`summary: ${printable(status.summary)}`);
-  if (status.subAgents.length) {
-    console.log(
-      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${a.runStatus} · ${printable(a.status ?? '-')})`).join(', ')}`,
-    );
-  }
-  if (records) {
-    console.log(
-      status.unanswered
-        ? `${status.unanswered}. What its endpoint records say:`
-        : `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
-            '(start one: npm run worker, or settle dev). What its endpoint records say:',
-    );
-    if (records.note) console.log(records.note);
-    else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
-    else {
-      console.log(
-        formatTable(
-          ['turn', 'call', 'tool', 'key', 'state', 'gen', 'updated'],
-          records.rows!.map((r) => [
-            String(r.turn),
-            r.callId,
-            r.tool,
-            r.key.slice(0, 16),
-            r.state,
-            String(r.generation),
-            r.updatedAt.toISOString(),
-          ]),
-        ),
-      );
-    }
-    return;
-  }
-  if (status.waitingFor) console.log(`waiting for: ${printableLines(status.waitingFor)}`);
-  console.log(
-    formatTable(
-      ['turn', 'call', 'tool', 'level', 'key', 'state', 'resolution', 'outcome', 'attempts', 'probes'],
-      status.calls.map((c) => [
-        String(c.turn),
-        c.callId,
-        c.tool,
-        String(c.level ?? '-'),
-        c.key?.slice(0, 16) ?? '-',
-        c.state,
-        c.resolution,
-        reportOutcomeText(c),
-        String(c.attempts),
-        String(c.probes ?? 0),
-      ]),
-    ),
-  );
 }

@@ -1,7 +1,7 @@
 /**
  * Trajectory commands for orchestrator operators and SREs: start, status, approve, resolve.
  * Declared here for `settle --help`; what they do (with Temporal's client and Postgres) is in
- * cli/trajectory-actions.ts, imported when one of them runs.
+ * cli/trajectory-actions.ts and cli/status-action.ts, imported when one of them runs.
  */
 import type { Command } from 'commander';
 
@@ -24,7 +24,7 @@ export function registerTrajectoryCommands(program: Command): void {
     )
     .argument('<id>', 'trajectory id')
     .option('--json', 'JSON on stdout', false)
-    .action(async (id: string, opts: { json: boolean }) => (await import('./trajectory-actions')).trajectoryStatus(id, opts));
+    .action(async (id: string, opts: { json: boolean }) => (await import('./status-action')).trajectoryStatus(id, opts));
 
   program
     .command('approve')

@@ -2,7 +2,7 @@
  * The trajectory workflow's public surface: input, result, updates and queries. Orchestrators,
  * the CLI and tests import these names and types; they contain no workflow logic.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineUpdate } from './define';
 import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
 import type { SideEffectLevel } from '../core/tools/catalog';

@@ -3,7 +3,7 @@
  * `tools/call` as an update and closes the session with a signal. No workflow logic here, so the
  * gateway process can import it.
  */
-import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from './define';
 import type { SettledResult } from './team-calls';
 
 export interface McpSessionInput {
