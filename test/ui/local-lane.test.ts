@@ -159,7 +159,9 @@ describe('the local lane in the Temporal Web UI and settle status', { timeout: 3
     expect((await lines(inDoubt)).at(-1)).toMatch(new RegExp(`${summaryOf(config).source}$`));
     // The probe that followed is an activity, with the call's summary.
     const probe = eventRows(page, 'Activity Task Scheduled').filter({ hasText: 'probeToolCall' });
-    expect((await lines(probe)).at(-1)).toMatch(new RegExp(`^probe ${summaryOf(config).source.slice(1)} · after IN_DOUBT \\(gen 1, round 1\\)$`));
+    expect((await lines(probe)).at(-1)).toMatch(
+      new RegExp(`^probe ${summaryOf(config).source.slice(1)} · after IN_DOUBT \\(gen 1, round 1\\)$`),
+    );
     await shot(page, 'local-1-history');
 
     // 2. Opened, the attempt in doubt shows its failure; the plain one its result.
@@ -171,7 +173,10 @@ describe('the local lane in the Temporal Web UI and settle status', { timeout: 3
     expect(opened).toContain('"nonRetryable": true');
     await shot(page, 'local-2-in-doubt-opened');
     await plain.click();
-    await page.getByText(/"outcome": "ok"/).first().waitFor({ timeout: 30_000 });
+    await page
+      .getByText(/"outcome": "ok"/)
+      .first()
+      .waitFor({ timeout: 30_000 });
 
     // 3. Events with Metadata: local attempts read "Unspecified" whatever their outcome; the
     // attempt in doubt is never "Completed". The probe, an activity, reads "Completed".
