@@ -141,6 +141,15 @@ describe('the local lane in the Temporal Web UI and settle status', { timeout: 3
     ]);
     expect(fs.readFileSync(config, 'utf8')).toBe('replicas=2\n');
 
+    // The search attributes, as for an activity-lane call: while the probe ran, the trajectory was
+    // waiting_probe with one call in doubt; it ended completed with none.
+    expect(await attributeUpserts(client, id)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ SettleTrajectoryStatus: 'waiting_probe', SettleInDoubtCount: 1 }),
+        expect.objectContaining({ SettleTrajectoryStatus: 'completed', SettleInDoubtCount: 0 }),
+      ]),
+    );
+
     // 1. The event history: every attempt is a "Local Activity" event with its type and summary.
     const page = await openTrajectory(id, 'Local Activity');
     const local = eventRows(page, 'Local Activity').filter({ hasText: 'executeToolCall' });
@@ -228,6 +237,17 @@ describe('the local lane in the Temporal Web UI and settle status', { timeout: 3
     await page.close();
   });
 });
+
+/** The values each search-attribute upsert of the trajectory's history set, in order. */
+async function attributeUpserts(client: Client, id: string): Promise<Record<string, unknown>[]> {
+  const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+  return events.flatMap((e) => {
+    const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+    if (!fields) return [];
+    const values = Object.entries(fields).map(([k, p]) => [k, JSON.parse(Buffer.from(p.data!).toString('utf8')) as unknown]);
+    return [Object.fromEntries(values) as Record<string, unknown>];
+  });
+}
 
 /** Waits for a frame of the page (the current details are Markdown in an iframe) to show `text`. */
 async function frameWith(page: Page, text: string): Promise<void> {
