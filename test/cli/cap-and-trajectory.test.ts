@@ -171,7 +171,16 @@ describe('settle start / status', () => {
       JSON.stringify({
         trajectoryId: id,
         workspace: ws,
-        turns: [{ turn: 0, calls: [{ call_id: 'v', tool: 'file_view', args: { path: `${ws}/a.txt`, offset: 1, limit: 5 } }] }],
+        // Both run in the local lane (core/tools/lanes.ts): status shows them as any other call.
+        turns: [
+          {
+            turn: 0,
+            calls: [
+              { call_id: 'v', tool: 'file_view', args: { path: `${ws}/a.txt`, offset: 1, limit: 5 } },
+              { call_id: 'e', tool: 'file_edit', args: { path: `${ws}/a.txt`, old_str: 'hello', new_str: 'hi' } },
+            ],
+          },
+        ],
       }),
     );
     const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_TASK_QUEUE: worker.taskQueue };
@@ -183,8 +192,15 @@ describe('settle start / status', () => {
     expect(JSON.parse(status.stdout)).toMatchObject({
       runStatus: 'COMPLETED',
       status: 'completed',
-      calls: [{ tool: 'file_view', resolution: 'read' }],
+      calls: [
+        { tool: 'file_view', resolution: 'read', state: 'NO_RECORD' },
+        { tool: 'file_edit', resolution: 'executed', state: 'COMPLETED', attempts: 1 },
+      ],
     });
+    const table = (await run(['status', id])).stdout.split('\n');
+    expect(table.find((l) => /^0 +v +file_view /.test(l))).toMatch(/ NO_RECORD +read /);
+    expect(table.find((l) => /^0 +e +file_edit /.test(l))).toMatch(/ COMPLETED +executed /);
+    expect(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('hi\n');
 
     // A capability issued to another trajectory is refused before anything starts.
     const cap = path.join(ws, 'cap.json');
