@@ -142,6 +142,8 @@ export class SettledCall {
   private waitingSince: number | null = null;
   /** The generation whose operator wait was last logged (one line per wait, not per probe round). */
   private loggedWaitFor: number | null = null;
+  /** The last generation found in doubt (named in the details when the call resolves). */
+  private inDoubtAt: number | null = null;
 
   private readonly key: string;
   private readonly args: Record<string, unknown>;
@@ -204,7 +206,10 @@ export class SettledCall {
           break;
       }
     }
-    this.state.refresh(`turn ${this.report.turn}: ${this.report.tool} ${this.report.resolution}`);
+    // Current details, not a command: the call and its outcome, and whether it was in doubt (a
+    // local attempt's marker shows no outcome badge in the Web UI; these details do).
+    const doubted = this.inDoubtAt !== null ? ` (was IN_DOUBT at gen ${this.inDoubtAt})` : '';
+    this.state.refresh(`turn ${this.report.turn}: ${this.summary} · ${this.report.resolution}${doubted}`);
     return this.report;
   }
 
@@ -301,6 +306,7 @@ export class SettledCall {
 
   private async inDoubt(generation: number): Promise<void> {
     this.report.state = 'IN_DOUBT';
+    this.inDoubtAt = generation;
     const settled = await this.settleInDoubt(generation);
     // Only a settlement to COMPLETED resolves the call; NOT_EXECUTED means claim and run it.
     this.settledBy = settled.state === 'COMPLETED' ? settled.by : null;
@@ -375,7 +381,7 @@ export class SettledCall {
     }
     let round = 0;
     while (true) {
-      state.publish('waiting_probe', `call ${this.short}… IN_DOUBT: probing (round ${round + 1})`);
+      state.publish('waiting_probe', `call ${this.short}… IN_DOUBT: probing (round ${round + 1}) · ${this.summary}`);
       if (current) this.report.probes = (this.report.probes ?? 0) + 1;
       else this.report.attempts++;
       const probe = await probeToolCall.executeWithOptions(
