@@ -63,6 +63,13 @@ export const STATUS_DEADLINE_MS = 5_000;
 export interface StartOptions {
   /** The workflow's static summary in the Web UI (default: what the input says it does). */
   summary?: string;
+  /**
+   * The workflow task timeout, ms (default 3 000, LOCAL_LANE_TASK_TIMEOUT_MS): what notices a
+   * worker that died in the middle of a local-lane call. A host that cannot finish a workflow
+   * task well within it (a starved one) meets spurious timeouts, which Temporal retries with a
+   * growing backoff: raise it there, or put its tools in the activity lane (SETTLE_LANES).
+   */
+  workflowTaskTimeoutMs?: number;
 }
 
 /** A one-line static summary from the input: who drives it and where it works. */
@@ -95,7 +102,7 @@ export function trajectoryStartOptions(
     staticSummary: options.summary ?? trajectorySummary(input),
     typedSearchAttributes: initialSearchAttributes(),
     // What notices a dead worker in the middle of a local-lane call (core/tools/lanes.ts).
-    workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
+    workflowTaskTimeout: options.workflowTaskTimeoutMs ?? LOCAL_LANE_TASK_TIMEOUT_MS,
   };
 }
 

@@ -48,8 +48,12 @@ function describedBy(schema: z.ZodType): string {
   return schema.description ?? '';
 }
 
-/** The file tools' bound in the local lane (core/tools/lanes.ts): a read or edit of a workspace file is short. */
-const FILE_TOOL_MAX_MS = 2_000;
+/**
+ * The file tools' bound in the local lane (core/tools/lanes.ts): a read or edit of a workspace
+ * file takes milliseconds. One that takes longer (a starved host, a slow disk) goes on as an
+ * activity rather than keep its workflow task open near the task timeout.
+ */
+const FILE_TOOL_MAX_MS = 1_000;
 
 function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation: ReadOnlyTool<Args>): AnyTeamTool {
   return defineTool({

@@ -134,7 +134,7 @@ describe('the local lane with worker processes', { timeout: 150_000 }, () => {
   it('a call that outlives its local bound goes on in the activity lane, and its effect happens once', async () => {
     const { workspace, file } = workspaceWith('replicas=1\n');
     const taskQueue = uniqueId('lane-slow');
-    // The edit takes 3 s after its effect, past file_edit's 2 s bound.
+    // The edit takes 3 s after its effect, past file_edit's 1 s bound.
     const slow = queueWorker(taskQueue, 'file_edit.after_rename=sleep:3000');
     try {
       const { result, scheduled, events } = await runOn(taskQueue, workspace, file);
