@@ -2,15 +2,24 @@
  * The baselines of the end-to-end benchmark: plain Temporal workflows that run the same tool
  * work as a settle trajectory — each call one proxied activity — with no key derivation, no
  * validation in the workflow, no search attributes. `plainTrajectory`'s activity keeps no record;
- * `recordedTrajectory`'s brackets the edit with a hand-rolled durable record (activities.ts).
+ * `recordedTrajectory`'s brackets the edit with a hand-rolled durable record (activities.ts);
+ * `plainLocalTrajectory` runs plain's edit as a local activity: the floor of the local lane, and
+ * unsafe as an effect (Temporal runs a local activity again when its workflow task fails, and no
+ * record says it already happened).
  * DETERMINISTIC CODE ONLY.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { PlainActivities } from './activities';
 
 const { plainFileEdit, recordedFileEdit } = proxyActivities<PlainActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+// The same options as settle's local lane takes for a 2 s tool: one try within the bound.
+const { plainFileEdit: plainFileEditLocally } = proxyLocalActivities<PlainActivities>({
+  startToCloseTimeout: '2 seconds',
+  retry: { maximumAttempts: 1 },
 });
 
 export interface PlainEdit {
@@ -34,4 +43,8 @@ export function plainTrajectory(input: EditInput): Promise<string[]> {
 
 export function recordedTrajectory(input: EditInput): Promise<string[]> {
   return runEdits(recordedFileEdit, input);
+}
+
+export function plainLocalTrajectory(input: EditInput): Promise<string[]> {
+  return runEdits(plainFileEditLocally, input);
 }

@@ -1,8 +1,10 @@
 /**
  * The stack the end-to-end and scale benchmarks share: the low-latency Temporal dev server, an
- * embedded PostgreSQL with pg_stat_statements, and two worker processes — settle's own
- * (workers/worker.ts, queue `settle`) and the plain baseline (bench/plain/worker.ts, queue
- * `plain-bench`) — each a child process so /proc can account its CPU and memory.
+ * embedded PostgreSQL with pg_stat_statements, and three worker processes — settle's own
+ * (workers/worker.ts) twice, as shipped (queue `settle`: file_edit in the local lane, its
+ * definition's default) and with the operator's override `SETTLE_LANES=file_edit=activity`
+ * (queue `settle-activity`), and the plain baseline (bench/plain/worker.ts, queue `plain-bench`)
+ * — each a child process so /proc can account its CPU and memory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,6 +22,7 @@ import { PLAIN_TASK_QUEUE, PLAIN_WORKFLOWS_PATH } from '../plain/worker';
 import { postmasterPid } from './proc';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SETTLE_ACTIVITY_QUEUE = 'settle-activity';
 
 export interface BenchStack {
   stack: Stack;
@@ -27,8 +30,11 @@ export interface BenchStack {
   /** A monitoring connection (pg_stat_*), separate from the workers' pools. */
   monitor: pg.Client;
   workDir: string;
-  pids: { server: number; postgres: number; settleWorker: number; plainWorker: number };
+  pids: { server: number; postgres: number; settleWorker: number; settleActivityWorker: number; plainWorker: number };
+  /** settle's worker with each tool in its default lane (file_edit: local). */
   settleQueue: string;
+  /** settle's worker with file_edit moved to the activity lane. */
+  settleActivityQueue: string;
   plainQueue: string;
   stop(): Promise<void>;
 }
@@ -76,9 +82,16 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
       DATABASE_URL: stack.databaseUrl,
       SETTLE_WORKSPACE_ROOT: path.join(workDir, 'ws'),
     };
+    // SETTLE_LANES set on both: an operator's variable in the bench's own environment must not leak in.
     const settleWorker = await spawnWorker(
       'workers/worker.ts',
-      { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: 'settle' },
+      { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: 'settle', SETTLE_LANES: '' },
+      /settle worker:/,
+      children,
+    );
+    const settleActivityWorker = await spawnWorker(
+      'workers/worker.ts',
+      { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: SETTLE_ACTIVITY_QUEUE, SETTLE_LANES: 'file_edit=activity' },
       /settle worker:/,
       children,
     );
@@ -97,9 +110,11 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
         server: stack.temporal.pid!,
         postgres: postmasterPid(stack.postgres.dataDir!),
         settleWorker: settleWorker.pid!,
+        settleActivityWorker: settleActivityWorker.pid!,
         plainWorker: plainWorker.pid!,
       },
       settleQueue: 'settle',
+      settleActivityQueue: SETTLE_ACTIVITY_QUEUE,
       plainQueue: PLAIN_TASK_QUEUE,
       stop,
     };
