@@ -68,18 +68,25 @@ async function startTrajectory(b: BenchStack, side: Side) {
 
 type Handle = Awaited<ReturnType<typeof startTrajectory>>;
 
-/** Checks the trajectory did its 10 edits (a benchmark of failing calls would measure nothing). */
-function checkResult(side: Side, result: unknown): void {
+/**
+ * Checks the trajectory did its 10 edits (a benchmark of failing calls would measure nothing);
+ * returns how many of a settled trajectory's calls were `replayed`: an attempt that outlived the
+ * local lane's bound on an overloaded host went on in the activity lane, whose claim found the
+ * local attempt's completed record (the edit done once, its result returned from the record).
+ */
+function checkResult(side: Side, result: unknown): number {
   if (isSettled(side)) {
     const r = result as { calls: { resolution: string; observation: { exit_status: number } | null }[] };
-    const ok = r.calls.filter((c) => c.resolution === 'executed' && c.observation?.exit_status === 0).length;
-    if (ok !== CALLS_PER_TRAJECTORY)
-      throw new Error(`${side} trajectory executed ${ok} of ${CALLS_PER_TRAJECTORY} edits: ${JSON.stringify(r.calls[0])}`);
+    const done = r.calls.filter((c) => ['executed', 'replayed'].includes(c.resolution) && c.observation?.exit_status === 0);
+    if (done.length !== CALLS_PER_TRAJECTORY)
+      throw new Error(`${side} trajectory did ${done.length} of ${CALLS_PER_TRAJECTORY} edits: ${JSON.stringify(r.calls[0])}`);
+    return done.filter((c) => c.resolution === 'replayed').length;
   } else {
     const r = result as string[];
     if (r.length !== CALLS_PER_TRAJECTORY || !r.every((o) => o.startsWith('replaced 1 block'))) {
       throw new Error(`${side} trajectory: ${JSON.stringify(r)}`);
     }
+    return 0;
   }
 }
 
@@ -243,6 +250,8 @@ interface PhaseResult {
   commits: number;
   maxRss: number;
   maxConnections: number;
+  /** Settled calls resolved `replayed` (see checkResult). */
+  replayedCalls: number;
 }
 
 type Worker = 'settleWorker' | 'settleActivityWorker' | 'plainWorker';
@@ -271,21 +280,27 @@ async function phase(b: BenchStack, side: Side, n: number, concurrency: number):
   const perTrajectoryMs: number[] = [];
   const start = performance.now();
   let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        next++;
-        const t0 = performance.now();
-        const handle = await startTrajectory(b, side);
-        handles.push(handle);
-        checkResult(side, await handle.result());
-        perTrajectoryMs.push(performance.now() - t0);
-      }
-    }),
-  );
-  const wallMs = performance.now() - start;
-  sampling = false;
-  await sampler;
+  let wallMs = NaN;
+  let replayedCalls = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < n) {
+          next++;
+          const t0 = performance.now();
+          const handle = await startTrajectory(b, side);
+          handles.push(handle);
+          replayedCalls += checkResult(side, await handle.result());
+          perTrajectoryMs.push(performance.now() - t0);
+        }
+      }),
+    );
+    wallMs = performance.now() - start;
+  } finally {
+    // Also on a failed trajectory: the sampler must not outlive the stack and hide the failure.
+    sampling = false;
+    await sampler;
+  }
   const after = await counters(b);
   const history: HistoryFacts[] = [];
   for (let i = 0; i < handles.length; i += 50) history.push(...(await Promise.all(handles.slice(i, i + 50).map(historyFacts))));
@@ -306,6 +321,7 @@ async function phase(b: BenchStack, side: Side, n: number, concurrency: number):
     commits: after.commits - before.commits - 2,
     maxRss,
     maxConnections,
+    replayedCalls,
   };
 }
 
@@ -339,6 +355,8 @@ const ORDERS = orders<Side>(SIDES);
 
 interface Paired {
   ms: Record<Side, number[]>;
+  /** Settled calls resolved `replayed` in the sets (see checkResult). */
+  replayed: number;
   /** Per set, side a's wall time over side b's. */
   ratio(a: Side, b: Side): number[];
 }
@@ -352,15 +370,16 @@ const bySide = <T>(f: (side: Side) => T): Record<Side, T> => Object.fromEntries(
  */
 async function paired(b: BenchStack, sets: number): Promise<Paired> {
   const ms = bySide((): number[] => []);
+  let replayed = 0;
   for (let i = 0; i < sets; i++) {
     for (const side of ORDERS[i % ORDERS.length]!) {
       const t0 = performance.now();
       const handle = await startTrajectory(b, side);
-      checkResult(side, await handle.result());
+      replayed += checkResult(side, await handle.result());
       ms[side].push(performance.now() - t0);
     }
   }
-  return { ms, ratio: (x, y) => ms[x].map((v, i) => v / ms[y][i]!) };
+  return { ms, replayed, ratio: (x, y) => ms[x].map((v, i) => v / ms[y][i]!) };
 }
 
 /** A ratio's target (`≤ 0.70`), and whether this run meets it, for a figure's detail. */
@@ -462,6 +481,7 @@ export async function endToEnd(
       commits: ps.reduce((s, p) => s + p.commits, 0),
       maxRss: Math.max(...ps.map((p) => p.maxRss)),
       maxConnections: Math.max(...ps.map((p) => p.maxConnections)),
+      replayedCalls: ps.reduce((s, p) => s + p.replayedCalls, 0),
     };
   };
   const roundsRatio = (x: Side, y: Side) => median(roundMs(x)) / median(roundMs(y));
@@ -502,6 +522,7 @@ export async function endToEnd(
         ...note,
         method,
         sets: opts.pairs,
+        settledCallsReplayedInSets: sets.replayed,
         setRatio: { min: round2(r.min), median: round2(r.median), max: round2(r.max) },
         setMedianMs: { [x]: round2(median(sets.ms[x])), [y]: round2(median(sets.ms[y])) },
         roundsRatio: round2(roundsRatio(x, y)),
@@ -530,6 +551,8 @@ export interface ScaleRow {
   cpuMsPerCall: { server: number; worker: number; postgres: number };
   workerRssMiB: number;
   postgresConnections: number;
+  /** Settled calls that outlived the local bound and were resolved from their record in the activity lane. */
+  callsReplayed: number;
 }
 
 /**
@@ -578,6 +601,7 @@ export async function scale(
         },
         workerRssMiB: Math.round(p.maxRss / 2 ** 20),
         postgresConnections: p.maxConnections,
+        callsReplayed: p.replayedCalls,
       };
       rows.push(row);
       opts.log(

@@ -56,10 +56,16 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
         ...(options.dynamicConfig ? { temporal: { dynamicConfig: options.dynamicConfig } } : {}),
       });
   const children: ChildProcess[] = [];
+  let stopping = false;
+  // A worker gone mid-run fails the bench later, on its pid: say when, how and what it last wrote.
+  const onExit = (script: string, pid: number, how: string, tail: string) => {
+    if (!stopping) options.log(`${script} (pid ${pid}) exited (${how}) while the bench ran; its last output:\n${tail}`);
+  };
   const connection = await Connection.connect({ address: stack.temporal.address });
   // The superuser: it creates pg_stat_statements and reads every role's statistics.
   const monitor = new pg.Client({ connectionString: stack.postgres.adminUrl });
   const stop = async () => {
+    stopping = true;
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve())));
     await monitor.end().catch(() => {});
@@ -88,18 +94,21 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
       { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: 'settle', SETTLE_LANES: '' },
       /settle worker:/,
       children,
+      onExit,
     );
     const settleActivityWorker = await spawnWorker(
       'workers/worker.ts',
       { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: SETTLE_ACTIVITY_QUEUE, SETTLE_LANES: 'file_edit=activity' },
       /settle worker:/,
       children,
+      onExit,
     );
     const plainWorker = await spawnWorker(
       'bench/plain/worker.ts',
       { ...env, PLAIN_WORKFLOW_BUNDLE: bundles.plain, PLAIN_TASK_QUEUE },
       /plain worker: running/,
       children,
+      onExit,
     );
     return {
       stack,
@@ -156,7 +165,13 @@ export function extraPostgresFlags(): string[] {
 
 const TAIL_CHARS = 4_000;
 
-async function spawnWorker(script: string, env: NodeJS.ProcessEnv, readyLine: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
+async function spawnWorker(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  readyLine: RegExp,
+  children: ChildProcess[],
+  onExit: (script: string, pid: number, how: string, tail: string) => void,
+): Promise<ChildProcess> {
   // BENCH_CPU_PROF_DIR: each worker writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
   // BENCH_WORKER_NODE_FLAGS: more Node flags for both workers in a diagnostic run (e.g. `--trace-gc`).
@@ -194,5 +209,6 @@ async function spawnWorker(script: string, env: NodeJS.ProcessEnv, readyLine: Re
     child.stderr.on('data', take);
     child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready: ${output}`)));
   });
+  child.once('exit', (code, signal) => onExit(script, child.pid!, signal ?? `code ${code}`, output));
   return child;
 }
