@@ -1,12 +1,17 @@
 /**
  * `npm run bench` — every benchmark in one run: settlement core (store ceiling vs pgbench, keys),
- * capability checks, CLI start-up, end to end (settle vs a plain Temporal baseline) and scale.
- * Prints a table and writes bench/results.json. Nothing here is a test: no figure is asserted.
+ * capability checks, CLI start-up, end to end (settle in both lanes vs plain Temporal baselines)
+ * and scale. Prints a table and writes bench/results.json. Nothing here is a test: no figure is
+ * asserted; a figure with a target says whether this run met it.
  *
+ *   npm run bench -- --quick     end to end and scale only, small (10 sets, 2 rounds × 3, levels 10,50):
+ *                                minutes, written to bench/results-quick.json; the variables below still apply
+ *   npm run bench -- --only=e2e  a subset, as BENCH_ONLY
  *   BENCH_ONLY=store,keys,capability,cli,activity,e2e,scale   run a subset (written to bench/results-<subset>.json)
  *   BENCH_ACTIVITY_CALLS (default 400: calls per side of the activity-body comparison)
  *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8),
- *   BENCH_E2E_PAIRS (default 60: sets of one trajectory per side, settle / plain / recorded)
+ *   BENCH_E2E_PAIRS (default 60: sets of one trajectory per side, settled-local / settled /
+ *     plain / plain-local / recorded)
  *   BENCH_SCALE_LEVELS (default 10,100,400)
  *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
  *   BENCH_POSTGRES_FLAGS='-c synchronous_commit=off'    more Postgres settings (diagnostics; recorded in results.json)
@@ -18,6 +23,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { benchKeys, benchStore, formatFigure } from './settle.bench';
 import { benchCapability } from './capability.bench';
 import { benchCliStartup, statusTarget } from './cli-startup.bench';
@@ -29,13 +35,28 @@ import { cpuModel } from './support/proc';
 import { writeScalePlot } from './support/plot';
 
 const ALL = 'store,keys,capability,cli,activity,e2e,scale';
-const only = new Set((process.env.BENCH_ONLY ?? ALL).split(','));
-// A subset's run goes to a file of its own (bench/results-cli.json): results.json stays one full run.
+const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
+const quick = flags.quick;
+/** A quick run's sizes: each still overridden by its variable. */
+const QUICK = { only: 'e2e,scale', pairs: 10, rounds: 2, perRound: 3, levels: '10,50' };
+const only = new Set((flags.only ?? process.env.BENCH_ONLY ?? (quick ? QUICK.only : ALL)).split(','));
+for (const o of only) if (!ALL.split(',').includes(o)) throw new Error(`--only: each entry must be one of ${ALL} (got ${o})`);
+// A quick or subset run goes to a file of its own (bench/results-cli.json): results.json stays one full run.
 const subset = [...only].sort().join(',') === ALL.split(',').sort().join(',') ? null : [...only].sort().join('-');
-const RESULTS = fileURLToPath(new URL(subset ? `./results-${subset}.json` : './results.json', import.meta.url));
+const name = quick ? 'quick' : subset;
+const RESULTS = fileURLToPath(new URL(name ? `./results-${name}.json` : './results.json', import.meta.url));
+const sizes = {
+  pairs: Number(process.env.BENCH_E2E_PAIRS ?? (quick ? QUICK.pairs : 60)),
+  rounds: Number(process.env.BENCH_E2E_ROUNDS ?? (quick ? QUICK.rounds : 5)),
+  perRound: Number(process.env.BENCH_E2E_PER_ROUND ?? (quick ? QUICK.perRound : 8)),
+  scaleLevels: (process.env.BENCH_SCALE_LEVELS ?? (quick ? QUICK.levels : '10,100,400')).split(',').map(Number),
+};
 const log = (line: string) => console.error(line);
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadAverageAtStart = os.loadavg();
+  log(`bench${quick ? ' --quick' : ''}: ${[...only].join(',')}, load average ${loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')}`);
   const figures: Figure[] = [];
   let scaleRows: ScaleRow[] = [];
   const report = (fs_: Figure[]) => {
@@ -51,20 +72,12 @@ async function main(): Promise<void> {
     if (only.has('cli')) report(await benchCliStartup({ status: await statusTarget(b) }));
     if (only.has('activity')) report(await benchActivityBody(b.stack.databaseUrl, { log }));
     if (only.has('e2e')) {
-      report(
-        await endToEnd(b, {
-          rounds: Number(process.env.BENCH_E2E_ROUNDS ?? 5),
-          perRound: Number(process.env.BENCH_E2E_PER_ROUND ?? 8),
-          pairs: Number(process.env.BENCH_E2E_PAIRS ?? 60),
-          log,
-        }),
-      );
+      report(await endToEnd(b, { rounds: sizes.rounds, perRound: sizes.perRound, pairs: sizes.pairs, log }));
     }
     if (only.has('scale')) {
       // The end-to-end rounds' baseline activities still have timers to fire (see DEFERRED_TIMERS_MS).
-      if (only.has('e2e')) await new Promise((r) => setTimeout(r, DEFERRED_TIMERS_MS.plain));
-      const levels = (process.env.BENCH_SCALE_LEVELS ?? '10,100,400').split(',').map(Number);
-      const result = await scale(b, { levels, log });
+      if (only.has('e2e')) await new Promise((r) => setTimeout(r, Math.max(...Object.values(DEFERRED_TIMERS_MS))));
+      const result = await scale(b, { levels: sizes.scaleLevels, log });
       scaleRows = result.rows;
       report(result.figures);
     }
@@ -73,11 +86,19 @@ async function main(): Promise<void> {
   }
   const results = {
     date: new Date().toISOString(),
+    startedAt: startedAt.toISOString(),
+    minutes: Math.round((Date.now() - startedAt.getTime()) / 6_000) / 10,
+    variant: quick ? 'quick' : subset ? `subset ${[...only].sort().join(',')}` : 'full',
+    sizes: {
+      ...(only.has('e2e') ? { e2eSets: sizes.pairs, e2eRounds: sizes.rounds, e2eTrajectoriesPerRound: sizes.perRound } : {}),
+      ...(only.has('scale') ? { scaleLevels: sizes.scaleLevels } : {}),
+    },
     commit: git(['rev-parse', 'HEAD']) + (git(['status', '--porcelain']) ? ' (with uncommitted changes)' : ''),
     machine: {
       cpu: cpuModel(),
       cores: os.cpus().length,
       memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      loadAverageAtStart,
       loadAverage: os.loadavg(),
       node: process.version,
     },
@@ -87,7 +108,8 @@ async function main(): Promise<void> {
     scale: scaleRows,
   };
   fs.writeFileSync(RESULTS, JSON.stringify(results, null, 2) + '\n');
-  if (scaleRows.length) log(`scale plot: ${writeScalePlot(scaleRows)}`);
+  // The plot in the README is a full scale run's: a quick run does not replace it.
+  if (scaleRows.length && !quick) log(`scale plot: ${writeScalePlot(scaleRows)}`);
   log(`results: ${RESULTS}`);
 }
 

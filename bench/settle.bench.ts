@@ -46,7 +46,9 @@ async function main(): Promise<void> {
 
 export function formatFigure(f: Figure): string {
   const against = f.against ? `  (vs ${f.against})` : '';
-  return `${f.group.padEnd(10)} ${f.figure.padEnd(64)} ${String(f.value).padStart(10)} ${f.unit}${against}`;
+  const t = f.detail?.['target'];
+  const goal = typeof t === 'string' ? `  [target ${t}${f.detail?.['meetsTarget'] === false ? ': not met' : ''}]` : '';
+  return `${f.group.padEnd(10)} ${f.figure.padEnd(64)} ${String(f.value).padStart(10)} ${f.unit}${goal}${against}`;
 }
 
 /**

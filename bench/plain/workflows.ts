@@ -2,16 +2,23 @@
  * The baselines of the end-to-end benchmark: plain Temporal workflows that run the same tool
  * work as a settle trajectory — each call one proxied activity — with no key derivation, no
  * validation in the workflow, no search attributes. `plainTrajectory`'s activity keeps no record;
- * `recordedTrajectory`'s brackets the edit with a hand-rolled durable record (activities.ts).
+ * `recordedTrajectory`'s brackets the edit with a hand-rolled durable record (activities.ts);
+ * `plainLocalTrajectory` runs plain's edit as a local activity: the floor of the local lane, and
+ * unsafe as an effect (Temporal runs a local activity again when its workflow task fails, and no
+ * record says it already happened).
  * DETERMINISTIC CODE ONLY.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { PlainActivities, PlainEdit } from './activities';
 
 const { plainFileEdit, recordedFileEdit } = proxyActivities<PlainActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
+
+// The bound settle's local lane takes for a file tool (1 s); retried as Temporal retries a plain
+// local activity (settle goes on in the activity lane instead), so a slow edit does not fail the run.
+const { plainFileEdit: plainFileEditLocally } = proxyLocalActivities<PlainActivities>({ startToCloseTimeout: '1 second' });
 
 type EditInput = { workspace: string; edits: PlainEdit[] };
 
@@ -28,4 +35,8 @@ export function plainTrajectory(input: EditInput): Promise<string[]> {
 
 export function recordedTrajectory(input: EditInput): Promise<string[]> {
   return runEdits(recordedFileEdit, input);
+}
+
+export function plainLocalTrajectory(input: EditInput): Promise<string[]> {
+  return runEdits(plainFileEditLocally, input);
 }

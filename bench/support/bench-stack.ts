@@ -1,8 +1,10 @@
 /**
  * The stack the end-to-end and scale benchmarks share: the low-latency Temporal dev server, an
- * embedded PostgreSQL with pg_stat_statements, and two worker processes — settle's own
- * (workers/worker.ts, queue `settle`) and the plain baseline (bench/plain/worker.ts, queue
- * `plain-bench`) — each a child process so /proc can account its CPU and memory.
+ * embedded PostgreSQL with pg_stat_statements, and three worker processes — settle's own
+ * (workers/worker.ts) twice, as shipped (queue `settle`: file_edit in the local lane, its
+ * definition's default) and with the operator's override `SETTLE_LANES=file_edit=activity`
+ * (queue `settle-activity`), and the plain baseline (bench/plain/worker.ts, queue `plain-bench`)
+ * — each a child process so /proc can account its CPU and memory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,6 +22,7 @@ import { PLAIN_TASK_QUEUE, PLAIN_WORKFLOWS_PATH } from '../plain/worker';
 import { postmasterPid } from './proc';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SETTLE_ACTIVITY_QUEUE = 'settle-activity';
 
 export interface BenchStack {
   stack: Stack;
@@ -27,8 +30,11 @@ export interface BenchStack {
   /** A monitoring connection (pg_stat_*), separate from the workers' pools. */
   monitor: pg.Client;
   workDir: string;
-  pids: { server: number; postgres: number; settleWorker: number; plainWorker: number };
+  pids: { server: number; postgres: number; settleWorker: number; settleActivityWorker: number; plainWorker: number };
+  /** settle's worker with each tool in its default lane (file_edit: local). */
   settleQueue: string;
+  /** settle's worker with file_edit moved to the activity lane. */
+  settleActivityQueue: string;
   plainQueue: string;
   stop(): Promise<void>;
 }
@@ -50,10 +56,16 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
         ...(options.dynamicConfig ? { temporal: { dynamicConfig: options.dynamicConfig } } : {}),
       });
   const children: ChildProcess[] = [];
+  let stopping = false;
+  // A worker gone mid-run fails the bench later, on its pid: say when, how and what it last wrote.
+  const onExit = (script: string, pid: number, how: string, tail: string) => {
+    if (!stopping) options.log(`${script} (pid ${pid}) exited (${how}) while the bench ran; its last output:\n${tail}`);
+  };
   const connection = await Connection.connect({ address: stack.temporal.address });
   // The superuser: it creates pg_stat_statements and reads every role's statistics.
   const monitor = new pg.Client({ connectionString: stack.postgres.adminUrl });
   const stop = async () => {
+    stopping = true;
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve())));
     await monitor.end().catch(() => {});
@@ -76,17 +88,27 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
       DATABASE_URL: stack.databaseUrl,
       SETTLE_WORKSPACE_ROOT: path.join(workDir, 'ws'),
     };
+    // SETTLE_LANES set on both: an operator's variable in the bench's own environment must not leak in.
     const settleWorker = await spawnWorker(
       'workers/worker.ts',
-      { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: 'settle' },
+      { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: 'settle', SETTLE_LANES: '' },
       /settle worker:/,
       children,
+      onExit,
+    );
+    const settleActivityWorker = await spawnWorker(
+      'workers/worker.ts',
+      { ...env, SETTLE_WORKFLOW_BUNDLE: bundles.settle, TEMPORAL_TASK_QUEUE: SETTLE_ACTIVITY_QUEUE, SETTLE_LANES: 'file_edit=activity' },
+      /settle worker:/,
+      children,
+      onExit,
     );
     const plainWorker = await spawnWorker(
       'bench/plain/worker.ts',
       { ...env, PLAIN_WORKFLOW_BUNDLE: bundles.plain, PLAIN_TASK_QUEUE },
       /plain worker: running/,
       children,
+      onExit,
     );
     return {
       stack,
@@ -97,9 +119,11 @@ export async function startBenchStack(options: { dynamicConfig?: Record<string, 
         server: stack.temporal.pid!,
         postgres: postmasterPid(stack.postgres.dataDir!),
         settleWorker: settleWorker.pid!,
+        settleActivityWorker: settleActivityWorker.pid!,
         plainWorker: plainWorker.pid!,
       },
       settleQueue: 'settle',
+      settleActivityQueue: SETTLE_ACTIVITY_QUEUE,
       plainQueue: PLAIN_TASK_QUEUE,
       stop,
     };
@@ -141,7 +165,13 @@ export function extraPostgresFlags(): string[] {
 
 const TAIL_CHARS = 4_000;
 
-async function spawnWorker(script: string, env: NodeJS.ProcessEnv, readyLine: RegExp, children: ChildProcess[]): Promise<ChildProcess> {
+async function spawnWorker(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  readyLine: RegExp,
+  children: ChildProcess[],
+  onExit: (script: string, pid: number, how: string, tail: string) => void,
+): Promise<ChildProcess> {
   // BENCH_CPU_PROF_DIR: each worker writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
   // BENCH_WORKER_NODE_FLAGS: more Node flags for both workers in a diagnostic run (e.g. `--trace-gc`).
@@ -179,5 +209,6 @@ async function spawnWorker(script: string, env: NodeJS.ProcessEnv, readyLine: Re
     child.stderr.on('data', take);
     child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready: ${output}`)));
   });
+  child.once('exit', (code, signal) => onExit(script, child.pid!, signal ?? `code ${code}`, output));
   return child;
 }

@@ -1,6 +1,6 @@
 /**
  * The scale plot for the README: an SVG drawn here (three panels: calls/s, CPU per call, p99
- * latency, each settle vs plain over the concurrency levels), rendered to PNG by Debian's
+ * latency, each side — settle's local and activity lanes, plain — over the concurrency levels), rendered to PNG by Debian's
  * rsvg-convert (librsvg2-bin) or, failing that, headless Chromium. No network.
  */
 import { execFileSync } from 'node:child_process';
@@ -26,7 +26,11 @@ const PANELS: Panel[] = [
   },
   { title: 'call latency p99', unit: 'ms', value: (r) => r.p99Ms },
 ];
-const COLORS = { settle: '#1f6feb', plain: '#9a6700' } as const;
+const SERIES = [
+  { side: 'settled-local', label: 'settle, local lane', color: '#1f6feb' },
+  { side: 'settled', label: 'settle, activity lane', color: '#8250df' },
+  { side: 'plain', label: 'plain Temporal', color: '#9a6700' },
+] as const;
 
 export function scaleSvg(rows: ScaleRow[]): string {
   const levels = [...new Set(rows.map((r) => r.trajectories))].sort((a, b) => a - b);
@@ -55,23 +59,22 @@ export function scaleSvg(rows: ScaleRow[]): string {
     parts.push(
       `<text x="${x0 + (W + pad.l) / 2}" y="${H - 8}" text-anchor="middle" font-size="10">concurrent trajectories (× 10 calls) · ${panel.unit}</text>`,
     );
-    for (const side of ['settle', 'plain'] as const) {
+    for (const { side, color } of SERIES) {
       const pts = levels.flatMap((level) => {
         const r = rows.find((x) => x.side === side && x.trajectories === level);
         return r ? [[xOf(level), yOf(panel.value(r))] as const] : [];
       });
-      parts.push(
-        `<polyline fill="none" stroke="${COLORS[side]}" stroke-width="2" points="${pts.map(([x, y]) => `${x},${y}`).join(' ')}"/>`,
-      );
-      for (const [x, y] of pts) parts.push(`<circle cx="${x}" cy="${y}" r="3" fill="${COLORS[side]}"/>`);
+      if (pts.length === 0) continue;
+      parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts.map(([x, y]) => `${x},${y}`).join(' ')}"/>`);
+      for (const [x, y] of pts) parts.push(`<circle cx="${x}" cy="${y}" r="3" fill="${color}"/>`);
     }
   });
-  parts.push(
-    `<rect x="${W * 3 - 230}" y="${H + 4}" width="10" height="10" fill="${COLORS.settle}"/><text x="${W * 3 - 216}" y="${H + 13}" font-size="11">settle</text>`,
-  );
-  parts.push(
-    `<rect x="${W * 3 - 160}" y="${H + 4}" width="10" height="10" fill="${COLORS.plain}"/><text x="${W * 3 - 146}" y="${H + 13}" font-size="11">plain Temporal</text>`,
-  );
+  SERIES.forEach(({ label, color }, i) => {
+    const x = W * 3 - 470 + i * 160;
+    parts.push(
+      `<rect x="${x}" y="${H + 4}" width="10" height="10" fill="${color}"/><text x="${x + 14}" y="${H + 13}" font-size="11">${label}</text>`,
+    );
+  });
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W * 3}" height="${H + 20}" font-family="DejaVu Sans, sans-serif">` +
     `<rect width="100%" height="100%" fill="white"/>${parts.join('')}</svg>`

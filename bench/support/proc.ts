@@ -59,9 +59,15 @@ export function treeCpuMs(root: number): number {
   return total;
 }
 
-/** Resident set size now, bytes. */
+/** Resident set size now, bytes; 0 for a process that is gone (the bench stack says why it went). */
 export function rssBytes(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  let status: string;
+  try {
+    status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return 0;
+  }
+  const m = /VmRSS:\s+(\d+) kB/.exec(status);
   return m ? Number(m[1]) * 1024 : 0;
 }
 

@@ -18,16 +18,14 @@ export function spread(xs: number[]): { min: number; median: number; max: number
 export const round2 = (x: number) => Math.round(x * 100) / 100;
 
 /**
- * Every order of three sides, to cycle through, so each side runs first, second and third equally
- * often and follows each other side equally often.
+ * Orders of the sides to cycle through (a Williams design): each side runs at each position
+ * equally often and follows each other side equally often — n orders for an even number of
+ * sides, 2n for an odd one (for three: all six).
  */
-export function orders<T>([a, b, c]: readonly [T, T, T]): T[][] {
-  return [
-    [a, b, c],
-    [b, c, a],
-    [c, a, b],
-    [a, c, b],
-    [b, a, c],
-    [c, b, a],
-  ];
+export function orders<T>(sides: readonly T[]): T[][] {
+  const n = sides.length;
+  // First row 0, 1, n-1, 2, n-2, …; the others shift it by one each.
+  const first = Array.from({ length: n }, (_, j) => (j === 0 ? 0 : j % 2 === 1 ? (j + 1) / 2 : n - j / 2));
+  const rows = Array.from({ length: n }, (_, i) => first.map((k) => sides[(k + i) % n]!));
+  return n % 2 === 0 ? rows : [...rows, ...rows.map((r) => [...r].reverse())];
 }
