@@ -140,7 +140,10 @@ describe('the local lane with worker processes', { timeout: 150_000 }, () => {
       const { result, scheduled, events } = await runOn(taskQueue, workspace, file);
       expect(fs.readFileSync(file, 'utf8')).toBe('replicas=2\n');
       expect(result.calls[0]).toMatchObject({ state: 'COMPLETED', resolution: 'replayed' });
-      expect(scheduled).toEqual(['executeToolCall']);
+      // The activity lane took over: its first claim may still find the local attempt's lease
+      // live (busy), and a later attempt replays what that attempt completed.
+      expect(scheduled.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(scheduled)).toEqual(new Set(['executeToolCall']));
       // One execution, completed by the local attempt that outlived its bound; the activity replayed it.
       expect(events.map((e) => [e.generation, e.fromState, e.toState])).toEqual([
         [1, 'UNSEEN', 'IN_FLIGHT'],
