@@ -121,3 +121,14 @@ export function renewalRate(
   const runningSeconds = runningMs / 1000;
   return { renewals, runningSeconds, perSecond: runningSeconds > 0 ? renewals / runningSeconds : null };
 }
+
+export interface Stats {
+  n: number;
+  p50Ms: number | null;
+  maxMs: number | null;
+}
+
+export function stats(recovered: readonly { ms: number }[]): Stats {
+  const ms = recovered.map((r) => r.ms);
+  return { n: ms.length, p50Ms: percentile(ms, 50), maxMs: ms.length ? Math.max(...ms) : null };
+}

@@ -13,117 +13,31 @@ import { renewStatement } from '../../activities/store/statements';
 import { SettleClient } from '../../client/index';
 import { Cluster, type Fault } from './cluster';
 import { countEffects } from './effects';
-import { percentile, recoveries, renewalRate, type CallTrail, type Recovery } from './metrics';
+import { recoveries, renewalRate, stats, type CallTrail, type Recovery } from './metrics';
+import type { LaneAttempts, Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
+import { countLaneAttempts, laneEnv, laneFields, runName } from './lanes';
 import { Sre } from './sre';
 import { runMcpGatewayScenario } from './mcp-gateway';
 import { runTeamToolsScenario } from './team-tools';
 import { approveWhileRunning, planTrajectories, runTrajectory, type TrajectoryReport } from './workload';
 
-export interface Scenario {
-  name: string;
-  /** One line: what breaks. */
-  description: string;
-  workers: number;
-  orchestrated: number;
-  scripted: number;
-  effectsEach: number;
-  a3Share?: number;
-  /** Start the trajectories evenly over this long (a steady stream) rather than all at once. */
-  spreadMs?: number;
-  /** SETTLE_FAILPOINTS of every worker. */
-  failpoints?: string;
-  /** How long a worker paused at a stop failpoint stays paused. */
-  pauseMs?: (random: () => number) => number;
-  /**
-   * Inject faults for at most this long after the workload starts (default: while it runs). Aimed
-   * kills on a workload's last few trajectories would otherwise hit exactly those, over and over:
-   * a tail that says more about the kill rate than about recovery.
-   */
-  faultsForMs?: number;
-  /** Injects faults until `running()` turns false. */
-  faults?: (cluster: Cluster, random: () => number, running: () => boolean) => Promise<void>;
-  /** Lease for the trajectories (default: settle's default). */
-  leaseMs?: number;
-  /** Give up waiting for the workload after this long. */
-  timeoutMs: number;
-  /**
-   * What runs: settle's trajectories of file edits and shell commands (default), or examples/team-tools —
-   * a team's own worker, workflow and tools (an HTTP call and a ledger line) through settle's plugin
-   * (chaos/harness/team-tools.ts; `orchestrated + scripted` workflows, two calls each) — or MCP calls through
-   * `settle mcp serve` gateway processes (chaos/harness/mcp-gateway.ts; `workers` gateways, `orchestrated +
-   * scripted` calls, one file edit each).
-   */
-  workload?: 'trajectories' | 'team-tools' | 'mcp-gateway';
-}
-
-export interface ScenarioEnvironment {
-  dir: string;
-  workflowBundlePath: string;
-  /** A pre-built worker entry point (faster starts than tsx). */
-  workerEntry?: string;
-  /** Share this Temporal server (tests) instead of starting one the scenario may restart. */
-  temporalAddress?: string;
-  seed: number;
-  log: (line: string) => void;
-  /** Write every trajectory's history here as JSON (to see where a slow recovery spent its time). */
-  historiesDir?: string;
-  /** The team-tools workload's worker entry and workflow bundle (built by chaos/run.ts when a scenario needs them). */
-  team?: { workerEntry: string; workflowBundlePath: string };
-}
-
-export interface ScenarioResult {
-  scenario: string;
-  description: string;
-  trajectories: number;
-  calls: number;
-  effects: number;
-  duplicates: number;
-  lost: number;
-  /** settle said "not executed" but the effect is in the files (scripted trajectories; orchestrated ones re-propose). */
-  misreported: number;
-  /** IN_DOUBT records of this run left at the end. */
-  leftInDoubt: number;
-  /** Calls the SRE settled by hand (facts truly unknown to settle), by tool. */
-  operator: Record<string, number>;
-  faults: Record<string, number>;
-  failedTrajectories: number;
-  failedTurns: number;
-  unfinished: number;
-  /**
-   * Recovery of the calls a fault caught in flight: from the fault to the first transition of the
-   * caught generation into COMPLETED or NOT_EXECUTED (chaos/harness/metrics.ts). `unsettled`:
-   * caught calls whose generation was still unsettled at the end.
-   */
-  recovery: { probeable: Stats; all: Stats; unsettled: number; slowest: Recovery[] };
-  /** Renewal statements (exact, pg_stat_statements) per running call-second; null when not measurable. */
-  renewalsPerRunningCallSecond: number | null;
-  renewals: { statements: number; runningCallSeconds: number } | null;
-  /** Why `renewals` is null, when it is. */
-  renewalsNote?: string;
-  /** Workflow task failures in the histories, by message (retried by Temporal). */
-  workflowTaskFailures: Record<string, number>;
-  durationS: number;
-  problems: string[];
-}
-
-export interface Stats {
-  n: number;
-  p50Ms: number | null;
-  maxMs: number | null;
-}
+export type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
+export { stats, type Stats } from './metrics';
 
 export async function runScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
   if (scenario.workload === 'team-tools') return runTeamToolsScenario(scenario, env);
   if (scenario.workload === 'mcp-gateway') return runMcpGatewayScenario(scenario, env);
   const random = mulberry32(env.seed);
-  const dir = path.join(env.dir, scenario.name);
+  const name = runName(scenario);
+  const dir = path.join(env.dir, name);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   const started = Date.now();
   const cluster = await Cluster.start({
     dir,
     workers: scenario.workers,
-    taskQueue: `chaos-${scenario.name}-${env.seed}`,
+    taskQueue: `chaos-${name}-${env.seed}`,
+    env: laneEnv(scenario),
     workflowBundlePath: env.workflowBundlePath,
     ...(env.workerEntry ? { workerEntry: env.workerEntry } : {}),
     ...(scenario.failpoints ? { failpoints: scenario.failpoints } : {}),
@@ -132,12 +46,12 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     log: env.log,
   });
   const connection = await Connection.connect({ address: cluster.temporalAddress });
-  const settle = new SettleClient(new Client({ connection }), `chaos-${scenario.name}-${env.seed}`);
+  const settle = new SettleClient(new Client({ connection }), `chaos-${name}-${env.seed}`);
   const db = openDatabase(cluster.databaseUrl, { max: 4 });
   const store = new EndpointStore(db);
   try {
     const plans = planTrajectories({
-      prefix: `${scenario.name}-${env.seed}`,
+      prefix: `${name}-${env.seed}`,
       dir,
       orchestrated: scenario.orchestrated,
       scripted: scenario.scripted,
@@ -157,10 +71,10 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     ).finally(() => (running = false));
     const faultsUntil = Date.now() + (scenario.faultsForMs ?? Infinity);
     const faulting = (scenario.faults?.(cluster, random, () => running && Date.now() < faultsUntil) ?? Promise.resolve()).catch(
-      (err: unknown) => env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
+      (err: unknown) => env.log(`${name}: fault injection stopped: ${String(err)}`),
     );
     const duties = Promise.all([sre.watch(workload, env.log), approveWhileRunning(settle, cluster.onDuty.approver, plans, workload)]);
-    const progress = setInterval(() => void logProgress(scenario.name, store, cluster, plans, env.log), 15_000);
+    const progress = setInterval(() => void logProgress(name, store, cluster, plans, env.log), 15_000);
     const reports = await workload.finally(() => clearInterval(progress));
     await faulting;
     cluster.resumeAll();
@@ -170,9 +84,9 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
 
     const ids = plans.map((p) => p.id);
     const trails = await callTrails(store, ids);
-    const taskFailures = await workflowTaskFailures(settle, ids, env.historiesDir);
+    const histories = await historyFigures(settle, ids, env.historiesDir);
     const renewals = await renewalStatements(db);
-    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, renewals, started, taskFailures);
+    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, renewals, started, histories);
   } finally {
     await connection.close().catch(() => {});
     await db.destroy().catch(() => {});
@@ -207,12 +121,18 @@ export async function callTrails(store: EndpointStore, trajectoryIds: string[]):
 }
 
 /**
- * Workflow task failures in the trajectories' histories, by message. A worker paused in the middle
- * of a workflow activation fails it on resume ("Potential deadlock detected"), and the task is
- * retried; a nondeterminism error would be a defect.
+ * What the trajectories' histories show: workflow task failures by message — a worker paused in
+ * the middle of a workflow activation fails it on resume ("Potential deadlock detected"), and the
+ * task is retried; a nondeterminism error would be a defect — and where the settled calls'
+ * attempts ran (local-activity markers, activity tasks).
  */
-export async function workflowTaskFailures(settle: SettleClient, ids: string[], historiesDir?: string): Promise<Record<string, number>> {
+export async function historyFigures(
+  settle: SettleClient,
+  ids: string[],
+  historiesDir?: string,
+): Promise<{ taskFailures: Record<string, number>; laneAttempts: LaneAttempts }> {
   const failures: Record<string, number> = {};
+  const laneAttempts: LaneAttempts = { local: 0, activity: 0 };
   const add = (message: string) => (failures[message] = (failures[message] ?? 0) + 1);
   for (const id of ids) {
     try {
@@ -225,11 +145,12 @@ export async function workflowTaskFailures(settle: SettleClient, ids: string[], 
         const message = e.workflowTaskFailedEventAttributes?.failure?.message;
         if (message) add(message.slice(0, 80));
       }
+      countLaneAttempts(history.events ?? [], laneAttempts);
     } catch {
       add('(history unavailable)');
     }
   }
-  return failures;
+  return { taskFailures: failures, laneAttempts };
 }
 
 /**
@@ -261,7 +182,7 @@ function summarize(
   trails: CallTrail[],
   renewalCount: number | null,
   started: number,
-  taskFailures: Record<string, number>,
+  { taskFailures, laneAttempts }: Awaited<ReturnType<typeof historyFigures>>,
 ): ScenarioResult {
   const problems: string[] = [];
   let duplicates = 0;
@@ -311,6 +232,7 @@ function summarize(
   return {
     scenario: scenario.name,
     description: scenario.description,
+    ...laneFields(scenario, recovered, laneAttempts),
     trajectories: reports.length,
     calls: reports.reduce((n, r) => n + r.calls, 0),
     effects: [...counts.values()].reduce((a, b) => a + b, 0),
@@ -356,11 +278,6 @@ export function renewalFigures(rate: ReturnType<typeof renewalRate> | null) {
     renewalsPerRunningCallSecond: rate?.perSecond ?? null,
     renewals: rate ? { statements: rate.renewals, runningCallSeconds: Math.round(rate.runningSeconds * 10) / 10 } : null,
   };
-}
-
-export function stats(recovered: Recovery[]): Stats {
-  const ms = recovered.map((r) => r.ms);
-  return { n: ms.length, p50Ms: percentile(ms, 50), maxMs: ms.length ? Math.max(...ms) : null };
 }
 
 /** A small seeded PRNG: a scenario's fault schedule and workload are the same for the same seed. */
