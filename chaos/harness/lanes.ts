@@ -70,7 +70,10 @@ export function sigkillRecoveryByLane(results: ScenarioResult[]): Record<Lane, S
 const EXECUTE = 'executeToolCall';
 
 interface HistoryEvent {
-  markerRecordedEventAttributes?: { markerName?: string | null; details?: Record<string, { payloads?: { data?: Uint8Array | null }[] | null }> | null } | null;
+  markerRecordedEventAttributes?: {
+    markerName?: string | null;
+    details?: Record<string, { payloads?: { data?: Uint8Array | null }[] | null }> | null;
+  } | null;
   activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
 }
 
