@@ -117,6 +117,9 @@ async function main(): Promise<void> {
     // Figures from a shared machine mean little without its load (1-minute load average).
     load: `${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end`,
     commit: commitOf(REPO),
+    // A partial run says so in its header.
+    ...(wanted ? { only: wanted.join(',') } : {}),
+    ...(opts.lane ? { lane: opts.lane } : {}),
   };
   fs.mkdirSync(opts.out, { recursive: true });
   fs.writeFileSync(path.join(opts.out, `${name}.json`), JSON.stringify({ ...meta, results }, null, 2) + '\n');

@@ -38,7 +38,14 @@ export function laneEnv(scenario: Scenario): NodeJS.ProcessEnv {
 
 export function laneRecoveries(scenario: Scenario, recovered: Recovery[]): LaneRecovery[] {
   const local = new Set(scenario.localTools ?? []);
-  return recovered.map((r) => ({ lane: local.has(r.tool) ? 'local' : 'activity', tool: r.tool, fault: r.fault, ms: r.ms, by: r.by }));
+  return recovered.map((r) => ({
+    lane: local.has(r.tool) ? 'local' : 'activity',
+    key: r.key,
+    tool: r.tool,
+    fault: r.fault,
+    ms: r.ms,
+    by: r.by,
+  }));
 }
 
 /** A result's lane fields: the lane forced, what stayed out of it, where attempts ran, each recovery's lane. */

@@ -103,12 +103,15 @@ export function textTable(results: ScenarioResult[]): string {
 
 export function markdownTable(
   results: ScenarioResult[],
-  meta: { generatedAt: string; mode: string; seed: number; host: string; load?: string; commit?: string },
+  meta: { generatedAt: string; mode: string; seed: number; host: string; load?: string; commit?: string; only?: string; lane?: string },
 ): string {
+  const command = ['npm run chaos', meta.mode === 'quick' || meta.only || meta.lane ? ' --' : '', meta.mode === 'quick' ? ' --quick' : '']
+    .concat(meta.only ? [` --only ${meta.only}`] : [], meta.lane ? [` --lane ${meta.lane}`] : [])
+    .join('');
   const lines = [
     `# Chaos results (${meta.mode}, seed ${meta.seed})`,
     '',
-    `Generated ${meta.generatedAt} by \`npm run chaos${meta.mode === 'quick' ? ' -- --quick' : ''}\` on ${meta.host}` +
+    `Generated ${meta.generatedAt} by \`${command}\` on ${meta.host}` +
       `${meta.load ? `, load average ${meta.load}` : ''}${meta.commit ? `, commit ${meta.commit}` : ''}.`,
     'Effects are counted from the workspaces’ files, never from settle’s records. A call is *caught* by a',
     'fault when its record was IN_FLIGHT at the fault’s instant (held by the victim, for a worker fault);',

@@ -24,6 +24,8 @@ export interface LaneSetup {
 /** One recovery with the lane its call ran in (the tool's lane in this run). */
 export interface LaneRecovery {
   lane: Lane;
+  /** The caught call's key (to find it in the histories, with --histories). */
+  key: string;
   tool: string;
   fault: FaultKind;
   ms: number;
