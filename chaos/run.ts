@@ -6,8 +6,10 @@
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
  *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)
+ *   npm run chaos -- --lane local       one lane only (default: every scenario in both lanes)
  *
- * Each scenario gets its own PostgreSQL, Temporal dev server and worker processes. Effects are
+ * Every scenario runs twice, once a lane (chaos/harness/lanes.ts): its short tools moved to the
+ * activity lane, then in the local lane. Each run gets its own PostgreSQL, Temporal dev server and worker processes. Effects are
  * counted from the workspaces' files, never from settle's records. Prints the table and writes it
  * to chaos/results.json and chaos/results.md (results-quick.* with --quick). Exits 1 if any
  * scenario shows a duplicate, a lost effect, a call left in doubt or a failed trajectory.
@@ -26,6 +28,7 @@ import { FULL, QUICK } from './scenarios';
 import { runScenario } from './harness/scenario';
 import type { ScenarioResult } from './harness/scenario-types';
 import { markdownTable, textTable, verdict } from './harness/report';
+import { inLane, LANES, runName } from './harness/lanes';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.dirname(HERE);
@@ -38,8 +41,9 @@ async function main(): Promise<void> {
     .option('--seed <n>', 'seed of the fault schedule and workload', '1')
     .option('--out <dir>', 'where results.json and results.md go', HERE)
     .option('--histories <dir>', "write every trajectory's workflow history there (JSON)")
+    .option('--lane <lane>', 'run the scenarios in this lane only: local or activity (default: both)')
     .parse()
-    .opts<{ quick: boolean; only?: string; seed: string; out: string; histories?: string }>();
+    .opts<{ quick: boolean; only?: string; seed: string; out: string; histories?: string; lane?: string }>();
   const catalog = opts.quick ? QUICK : FULL;
   const wanted = opts.only?.split(',').map((s) => s.trim());
   const unknown = wanted?.filter((n) => !catalog.some((s) => s.name === n)) ?? [];
@@ -47,7 +51,13 @@ async function main(): Promise<void> {
     console.error(`--only: unknown scenario ${unknown.join(', ')} (known: ${catalog.map((s) => s.name).join(', ')})`);
     process.exit(2);
   }
-  const scenarios = wanted ? catalog.filter((s) => wanted.includes(s.name)) : catalog;
+  const lanes = LANES.filter((l) => opts.lane === undefined || l === opts.lane);
+  if (lanes.length === 0) {
+    console.error(`--lane: must be local or activity (got ${opts.lane})`);
+    process.exit(2);
+  }
+  // Both lanes of a scenario one after the other: a partial run still pairs them.
+  const scenarios = (wanted ? catalog.filter((s) => wanted.includes(s.name)) : catalog).flatMap((s) => lanes.map((l) => inLane(s, l)));
   const seed = Number(opts.seed);
   if (!Number.isSafeInteger(seed)) {
     console.error(`--seed: must be an integer (got ${opts.seed})`);
@@ -81,7 +91,8 @@ async function main(): Promise<void> {
   const results: ScenarioResult[] = [];
   for (const scenario of scenarios) {
     log(
-      `${scenario.name}: ${scenario.description} — ${scenario.orchestrated + scenario.scripted} trajectories, ${scenario.workers} workers`,
+      `${runName(scenario)}: ${scenario.description} — ${scenario.orchestrated + scenario.scripted} trajectories, ${scenario.workers} workers` +
+        `${scenario.laneOverrides ? `, SETTLE_LANES=${scenario.laneOverrides}` : ''}`,
     );
     const result = await runScenario(scenario, {
       dir,
@@ -90,10 +101,10 @@ async function main(): Promise<void> {
       seed,
       log,
       ...(team ? { team } : {}),
-      ...(opts.histories ? { historiesDir: path.resolve(opts.histories, scenario.name) } : {}),
+      ...(opts.histories ? { historiesDir: path.resolve(opts.histories, runName(scenario)) } : {}),
     });
     results.push(result);
-    log(`${scenario.name}: done in ${result.durationS} s — ${verdict(result)}`);
+    log(`${runName(scenario)}: done in ${result.durationS} s — ${verdict(result)}`);
     for (const p of result.problems.slice(0, 20)) log(`  ${p}`);
   }
 
@@ -107,6 +118,9 @@ async function main(): Promise<void> {
     // Figures from a shared machine mean little without its load (1-minute load average).
     load: `${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end`,
     commit: commitOf(REPO),
+    // A partial run says so in its header.
+    ...(wanted ? { only: wanted.join(',') } : {}),
+    ...(opts.lane ? { lane: opts.lane } : {}),
   };
   fs.mkdirSync(opts.out, { recursive: true });
   fs.writeFileSync(path.join(opts.out, `${name}.json`), JSON.stringify({ ...meta, results }, null, 2) + '\n');

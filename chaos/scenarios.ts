@@ -3,7 +3,7 @@
  * `quick` is `npm run chaos -- --quick` (a short fixed set).
  */
 import { sleep, type Cluster } from './harness/cluster';
-import type { Scenario } from './harness/scenario-types';
+import type { LaneSetup, Scenario } from './harness/scenario-types';
 
 type FaultLoop = NonNullable<Scenario['faults']>;
 
@@ -35,6 +35,28 @@ const SLOW_CALLS = [
   'file_edit.after_rename=sleep:1000@0.6',
   'bash_execute.after_run=sleep:1000@0.6',
 ].join(',');
+
+/**
+ * SLOW_CALLS within the local lane's bound (1 s, file_edit's declared duration): an edit paused at
+ * both points for 1 s each would outlive it and go on in the activity lane, measuring that lane;
+ * paused 300 ms at each it still fits, with room left for the edit itself.
+ */
+const SLOW_LOCAL_CALLS = [
+  'file_edit.before_rename=sleep:300@0.6',
+  'file_edit.after_rename=sleep:300@0.6',
+  'bash_execute.after_run=sleep:1000@0.6',
+].join(',');
+
+/**
+ * The trajectories' tools in each lane: file_edit and file_view declare 1 s (local by default),
+ * bash_execute none — a shell command has no short bound, so it stays an activity in both.
+ */
+const TRAJECTORY_LANES: LaneSetup = {
+  localByDefault: ['file_edit', 'file_view'],
+  madeLocal: [],
+  staysActivity: 'bash_execute (a shell command has no short bound)',
+};
+const SLOWED_TRAJECTORY_LANES: LaneSetup = { ...TRAJECTORY_LANES, localFailpoints: SLOW_LOCAL_CALLS };
 
 const WORKER_SIGKILL =
   'SIGKILL every 2–5 s of the worker holding a random in-flight call (a random worker when none is); file edits and half the commands slowed to be caught';
@@ -92,6 +114,14 @@ const teamTools = (
   failpoints: 'settled.after_claim=sleep:1000@0.5,settled.after_execute=sleep:1000@0.5',
   faults: sigkills(2_000, 5_000),
   faultsForMs,
+  // The ledger line is a short write on disk: moved to the local lane (within its bound, paused
+  // 600 ms at most twice). create_invoice is an HTTP call to the billing service: no short bound.
+  lanes: {
+    localByDefault: [],
+    madeLocal: ['append_ledger_line'],
+    staysActivity: 'create_invoice (an HTTP call to the billing service)',
+    localFailpoints: 'settled.after_claim=sleep:600@0.5,settled.after_execute=sleep:600@0.5',
+  },
 });
 
 /**
@@ -112,6 +142,14 @@ const mcpGateway = (
   effectsEach: 1,
   failpoints: 'mcp.before_call=sleep:1000@0.5,mcp.after_call=sleep:1000@0.5',
   faultsForMs,
+  // edit_file is the upstream's call through a child process's stdio: no short bound, and the
+  // gateway's session workflow keeps the default workflow task timeout (10 s). Both runs are the
+  // activity lane's.
+  lanes: {
+    localByDefault: [],
+    madeLocal: [],
+    staysActivity: "edit_file (an MCP upstream call; the gateway's session workflow keeps the 10 s default task timeout)",
+  },
 });
 
 const workload = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, timeoutMs: 8 * 60_000 };
@@ -137,6 +175,7 @@ function zombies(name: string, description: string, points: string[], size = wor
     ...size,
     failpoints: points.map((p) => `${p}=stop@${probability}`).join(','),
     pauseMs: pastTheLease,
+    lanes: TRAJECTORY_LANES,
   };
 }
 
@@ -146,6 +185,7 @@ export const FULL: Scenario[] = [
     description: `${WORKER_SIGKILL}; kills for the first 3 min`,
     ...workload,
     failpoints: SLOW_CALLS,
+    lanes: SLOWED_TRAJECTORY_LANES,
     faults: sigkills(2_000, 5_000),
     faultsForMs: 3 * 60_000,
   },
@@ -171,23 +211,27 @@ export const FULL: Scenario[] = [
     ...workload,
     a3Share: 0.5,
     failpoints: FAILPOINTS.map((p) => `${p}=kill@0.05`).join(','),
+    lanes: TRAJECTORY_LANES,
   },
   {
     name: 'postgres-fast-restart',
     description: 'PostgreSQL fast shutdown, down 1–3 s, every 4–8 s',
     ...workload,
+    lanes: TRAJECTORY_LANES,
     faults: postgresRestarts('fast'),
   },
   {
     name: 'postgres-crash',
     description: 'PostgreSQL kill -9 (postmaster and backends), down 1–3 s, every 4–8 s',
     ...workload,
+    lanes: TRAJECTORY_LANES,
     faults: postgresRestarts('crash'),
   },
   {
     name: 'temporal-restart',
     description: 'Temporal dev server restarted on its SQLite file every 6–10 s',
     ...workload,
+    lanes: TRAJECTORY_LANES,
     faults: temporalRestarts,
   },
   teamTools({ ...workload, orchestrated: 32, scripted: 32 }, 3 * 60_000),
@@ -203,6 +247,7 @@ export const QUICK: Scenario[] = [
     // Approvals under kills: the approver must not wait on a trajectory whose worker just died.
     a3Share: 0.5,
     failpoints: SLOW_CALLS,
+    lanes: SLOWED_TRAJECTORY_LANES,
     faults: sigkills(2_000, 5_000),
   },
   zombies(
@@ -218,6 +263,7 @@ export const QUICK: Scenario[] = [
     description: 'PostgreSQL kill -9, down 1–3 s, every 4–8 s; calls slowed to be caught',
     ...small,
     failpoints: SLOW_CALLS,
+    lanes: SLOWED_TRAJECTORY_LANES,
     faults: postgresRestarts('crash'),
   },
   {
@@ -225,6 +271,7 @@ export const QUICK: Scenario[] = [
     description: 'Temporal dev server restarted on its SQLite file every 6–10 s; calls slowed to be caught',
     ...small,
     failpoints: SLOW_CALLS,
+    lanes: SLOWED_TRAJECTORY_LANES,
     faults: temporalRestarts,
   },
   teamTools({ ...small, orchestrated: 12, scripted: 12 }, 40_000),

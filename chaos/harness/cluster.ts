@@ -102,7 +102,8 @@ export class Cluster {
     const temporal = options.temporalAddress ? null : await TemporalServer.start(options.dir);
     const cluster = new Cluster(options, postgres, temporal, options.temporalAddress ?? temporal!.address);
     for (let i = 0; i < options.workers; i++) cluster.spawnWorker();
-    await Promise.all(cluster.workers.map((w) => w.ready()));
+    // A loaded host (a shared CI runner, several suites at once) may take minutes to start three workers.
+    await Promise.all(cluster.workers.map((w) => w.ready(180_000)));
     cluster.watching = setInterval(() => cluster.watch(), 50);
     return cluster;
   }

@@ -1,4 +1,4 @@
-/** What a scenario's run left behind, read back: the records' event trails, the histories' workflow task failures, the renewal count. */
+/** What a scenario's run left behind, read back: the records' event trails, the histories' workflow task failures and lane attempts, the renewal count. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -6,7 +6,9 @@ import type { openDatabase } from '../../activities/store/database';
 import type { EndpointStore } from '../../activities/store/endpoint-store';
 import { renewStatement } from '../../activities/store/statements';
 import type { SettleClient } from '../../client/index';
+import { countLaneAttempts } from './lanes';
 import type { CallTrail } from './metrics';
+import type { LaneAttempts } from './scenario-types';
 
 export async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promise<CallTrail[]> {
   const trails: CallTrail[] = [];
@@ -19,12 +21,18 @@ export async function callTrails(store: EndpointStore, trajectoryIds: string[]):
 }
 
 /**
- * Workflow task failures in the trajectories' histories, by message. A worker paused in the middle
- * of a workflow activation fails it on resume ("Potential deadlock detected"), and the task is
- * retried; a nondeterminism error would be a defect.
+ * What the trajectories' histories show: workflow task failures by message — a worker paused in
+ * the middle of a workflow activation fails it on resume ("Potential deadlock detected"), and the
+ * task is retried; a nondeterminism error would be a defect — and where the settled calls'
+ * attempts ran (local-activity markers, activity tasks).
  */
-export async function workflowTaskFailures(settle: SettleClient, ids: string[], historiesDir?: string): Promise<Record<string, number>> {
+export async function historyFigures(
+  settle: SettleClient,
+  ids: string[],
+  historiesDir?: string,
+): Promise<{ taskFailures: Record<string, number>; laneAttempts: LaneAttempts }> {
   const failures: Record<string, number> = {};
+  const laneAttempts: LaneAttempts = { local: 0, activity: 0 };
   const add = (message: string) => (failures[message] = (failures[message] ?? 0) + 1);
   for (const id of ids) {
     try {
@@ -37,11 +45,12 @@ export async function workflowTaskFailures(settle: SettleClient, ids: string[], 
         const message = e.workflowTaskFailedEventAttributes?.failure?.message;
         if (message) add(message.slice(0, 80));
       }
+      countLaneAttempts(history.events ?? [], laneAttempts);
     } catch {
       add('(history unavailable)');
     }
   }
-  return failures;
+  return { taskFailures: failures, laneAttempts };
 }
 
 /**

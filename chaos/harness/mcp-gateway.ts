@@ -27,7 +27,8 @@ import { SettleClient } from '../../client/index';
 import { errorMessage } from '../../core/errors';
 import { Cluster, sleep, type Fault } from './cluster';
 import { recoveries, recoveryFigures, renewalFigures, renewalRate } from './metrics';
-import { callTrails, renewalStatements, workflowTaskFailures } from './collect';
+import { callTrails, historyFigures, renewalStatements } from './collect';
+import { laneEnv, laneFields, runName } from './lanes';
 import { mulberry32 } from './random';
 import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
 
@@ -111,7 +112,8 @@ class GatewaySlot {
 
 export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
   const random = mulberry32(env.seed);
-  const dir = path.join(env.dir, scenario.name);
+  const name = runName(scenario);
+  const dir = path.join(env.dir, name);
   fs.rmSync(dir, { recursive: true, force: true });
   const files = path.join(dir, 'files');
   fs.mkdirSync(files, { recursive: true });
@@ -123,7 +125,7 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
   const store = new EndpointStore(db);
   const inspector = new pg.Pool({ connectionString: cluster.databaseUrl, max: 1 });
   inspector.on('error', () => {});
-  const trajectory = `${scenario.name}-${env.seed}`;
+  const trajectory = `${name}-${env.seed}`;
   const registry = path.join(dir, 'registry.json');
   fs.writeFileSync(
     registry,
@@ -164,6 +166,7 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
     DATABASE_URL: cluster.databaseUrl,
     SETTLE_WORKFLOW_BUNDLE: env.workflowBundlePath,
     SETTLE_FAILPOINTS: scenario.failpoints ?? '',
+    ...laneEnv(scenario),
   };
   const slots: GatewaySlot[] = [];
   for (let i = 0; i < scenario.workers; i++) {
@@ -203,23 +206,24 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
         await sleep(2_000 + random() * 3_000);
         if (live()) await killGatewayHoldingCall(slots, inspector, random, faults);
       }
-    })().catch((err: unknown) => env.log(`${scenario.name}: fault injection stopped: ${String(err)}`));
+    })().catch((err: unknown) => env.log(`${name}: fault injection stopped: ${String(err)}`));
     const reports = await workload;
     await faulting;
 
     const trails = await callTrails(store, [trajectory]);
-    const taskFailures = await workflowTaskFailures(new SettleClient(client, `chaos-${trajectory}`), [trajectory], env.historiesDir);
+    const histories = await historyFigures(new SettleClient(client, `chaos-${trajectory}`), [trajectory], env.historiesDir);
     const renewals = await renewalStatements(db);
     const result = summarize(scenario, reports, faults, trails, started);
     const recovered = recoveries(faults, trails);
     const rate = renewals === null ? null : renewalRate(renewals, trails, faults);
     return {
       ...result,
+      ...laneFields(scenario, recovered, histories.laneAttempts),
       leftInDoubt: trails.filter((t) => t.state === 'IN_DOUBT').length,
       recovery: recoveryFigures(recovered),
       ...renewalFigures(rate),
       ...(rate ? {} : { renewalsNote: 'not measured: no renewal statement in pg_stat_statements' }),
-      workflowTaskFailures: taskFailures,
+      workflowTaskFailures: histories.taskFailures,
       durationS: Math.round((Date.now() - started) / 1000),
     };
   } finally {

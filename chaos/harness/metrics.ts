@@ -162,7 +162,7 @@ export function renewalFigures(rate: ReturnType<typeof renewalRate> | null) {
   };
 }
 
-export function stats(recovered: Recovery[]): Stats {
+export function stats(recovered: readonly { ms: number }[]): Stats {
   const ms = recovered.map((r) => r.ms);
   return { n: ms.length, p50Ms: percentile(ms, 50), maxMs: ms.length ? Math.max(...ms) : null };
 }

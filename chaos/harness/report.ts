@@ -1,9 +1,11 @@
 /** The chaos table: as text for the terminal, as Markdown for results.md and the README. */
 import type { Stats } from './metrics';
 import type { ScenarioResult } from './scenario-types';
+import { sigkillRecoveryByLane } from './lanes';
 
 const HEADERS = [
   'scenario',
+  'lane',
   'trajectories',
   'calls',
   'effects',
@@ -64,9 +66,22 @@ function renewals(r: ScenarioResult): string {
   return `${r.renewalsPerRunningCallSecond.toFixed(2)} (${r.renewals.statements} renewals over ${r.renewals.runningCallSeconds} call-seconds)`;
 }
 
+/** Where the settled calls' attempts ran (from the histories), and what stayed out of the run's lane. */
+function lanes(r: ScenarioResult): string {
+  const attempts = r.laneAttempts ? `Settled-call attempts: ${r.laneAttempts.local} local, ${r.laneAttempts.activity} activity. ` : '';
+  return `${attempts}${r.laneNote ? `${r.laneNote}. ` : ''}`;
+}
+
+/** Recovery after a worker SIGKILL, by the lane of the call it caught, over every run of the table. */
+export function laneSummary(results: ScenarioResult[]): string {
+  const by = sigkillRecoveryByLane(results);
+  return `Recovery p50/max after a worker SIGKILL (calls settle settled itself), by the caught call's lane: local ${recovery(by.local)}, activity ${recovery(by.activity)}.`;
+}
+
 function row(r: ScenarioResult): string[] {
   return [
     r.scenario,
+    r.lane ?? 'default',
     String(r.trajectories),
     String(r.calls),
     String(r.effects),
@@ -84,17 +99,20 @@ function row(r: ScenarioResult): string[] {
 export function textTable(results: ScenarioResult[]): string {
   const rows = [HEADERS, ...results.map(row)];
   const widths = HEADERS.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ')).join('\n');
+  return [...rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ')), '', laneSummary(results)].join('\n');
 }
 
 export function markdownTable(
   results: ScenarioResult[],
-  meta: { generatedAt: string; mode: string; seed: number; host: string; load?: string; commit?: string },
+  meta: { generatedAt: string; mode: string; seed: number; host: string; load?: string; commit?: string; only?: string; lane?: string },
 ): string {
+  const command = ['npm run chaos', meta.mode === 'quick' || meta.only || meta.lane ? ' --' : '', meta.mode === 'quick' ? ' --quick' : '']
+    .concat(meta.only ? [` --only ${meta.only}`] : [], meta.lane ? [` --lane ${meta.lane}`] : [])
+    .join('');
   const lines = [
     `# Chaos results (${meta.mode}, seed ${meta.seed})`,
     '',
-    `Generated ${meta.generatedAt} by \`npm run chaos${meta.mode === 'quick' ? ' -- --quick' : ''}\` on ${meta.host}` +
+    `Generated ${meta.generatedAt} by \`${command}\` on ${meta.host}` +
       `${meta.load ? `, load average ${meta.load}` : ''}${meta.commit ? `, commit ${meta.commit}` : ''}.`,
     'Effects are counted from the workspaces’ files, never from settle’s records. A call is *caught* by a',
     'fault when its record was IN_FLIGHT at the fault’s instant (held by the victim, for a worker fault);',
@@ -106,13 +124,19 @@ export function markdownTable(
     'statement, counted exactly by pg_stat_statements, divided by the seconds calls were IN_FLIGHT under a',
     'live executor (claim to settlement, or to the death or pause of its holder); by design at most 1.',
     '',
+    'Each scenario runs in both lanes: *activity*, its short tools moved to the activity lane',
+    '(SETTLE_LANES), and *local*, the defaults plus the tools short enough to move there; a row names',
+    'what stayed in the activity lane. Each recovery counts in the lane of the call it caught.',
+    '',
+    laneSummary(results),
+    '',
     `| ${HEADERS.join(' | ')} |`,
     `|${HEADERS.map(() => '---').join('|')}|`,
     ...results.map((r) => `| ${row(r).join(' | ')} |`),
     '',
     ...results.map(
       (r) =>
-        `- **${r.scenario}**: ${r.description}. Faults: ${
+        `- **${r.scenario}** (${r.lane ?? 'default'} lane): ${r.description}. ${lanes(r)}Faults: ${
           Object.entries(r.faults)
             .map(([k, n]) => `${n} × ${k}`)
             .join(', ') || 'none'

@@ -1,6 +1,44 @@
-/** What a chaos scenario is, what it runs in, and what it reports (every workload alike). */
-import type { Cluster } from './cluster';
+/**
+ * What a chaos scenario is, where it runs and what it reports: shared by the harness's scenario
+ * runners (scenario.ts, team-tools.ts, mcp-gateway.ts) and the lanes (lanes.ts).
+ */
+import type { Lane } from '../../core/tools/lanes';
+import type { Cluster, FaultKind } from './cluster';
 import type { RecoveryFigures } from './metrics';
+
+/** How a scenario's tools are placed in each lane (lanes.ts inLane). */
+export interface LaneSetup {
+  /** Tools it uses that are local by default (declared maxDurationMs ≤ 2 s): moved to `activity` in the activity run. */
+  localByDefault: string[];
+  /** Tools it uses that are activities by default but short here: moved to `local` in the local run. */
+  madeLocal: string[];
+  /** What stays in the activity lane in the local run, and why (said in the results). */
+  staysActivity?: string;
+  /**
+   * SETTLE_FAILPOINTS of the local run when the scenario's own would hold a local call past its
+   * bound (the tool's declared duration, at most 2 s; the file tools declare 1 s): a slowed call
+   * must still fit it, or it measures the activity lane it falls back to.
+   */
+  localFailpoints?: string;
+}
+
+/** One recovery with the lane its call ran in (the tool's lane in this run). */
+export interface LaneRecovery {
+  lane: Lane;
+  /** The caught call's key (to find it in the histories, with --histories). */
+  key: string;
+  tool: string;
+  fault: FaultKind;
+  ms: number;
+  /** Who settled it: `worker`, `probe`, `operator`. */
+  by: string;
+}
+
+/** Settled-call attempts by where they ran: local-activity markers and activity tasks of executeToolCall. */
+export interface LaneAttempts {
+  local: number;
+  activity: number;
+}
 
 export interface Scenario {
   name: string;
@@ -37,6 +75,16 @@ export interface Scenario {
    * scripted` calls, one file edit each).
    */
   workload?: 'trajectories' | 'team-tools' | 'mcp-gateway';
+  /** Where its tools run in each lane; without it, both lanes run the tools' defaults. */
+  lanes?: LaneSetup;
+  /** The lane this run forces (set by lanes.ts inLane; absent: the workers' defaults). */
+  lane?: Lane;
+  /** SETTLE_LANES of every worker (or gateway) in this run. */
+  laneOverrides?: string;
+  /** The tools whose settled calls run in the local lane in this run. */
+  localTools?: string[];
+  /** What stays in the activity lane in a local run, and why. */
+  laneNote?: string;
 }
 
 export interface ScenarioEnvironment {
@@ -57,6 +105,13 @@ export interface ScenarioEnvironment {
 export interface ScenarioResult {
   scenario: string;
   description: string;
+  /** The lane the run forced (absent: the workers' defaults), and what stayed in the other one. */
+  lane?: Lane;
+  laneNote?: string;
+  /** Where the settled calls' attempts ran, from the histories. */
+  laneAttempts?: LaneAttempts;
+  /** Every recovery, with its fault and the lane of the call it caught (the summary pools them by lane). */
+  laneRecoveries?: LaneRecovery[];
   trajectories: number;
   calls: number;
   effects: number;

@@ -12,9 +12,10 @@ import { SettleClient } from '../../client/index';
 import { Cluster, type Fault } from './cluster';
 import { countEffects } from './effects';
 import { recoveries, recoveryFigures, renewalFigures, renewalRate, type CallTrail } from './metrics';
-import { callTrails, renewalStatements, workflowTaskFailures } from './collect';
+import { callTrails, historyFigures, renewalStatements } from './collect';
 import { mulberry32 } from './random';
 import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
+import { laneEnv, laneFields, runName } from './lanes';
 import { Sre } from './sre';
 import { runMcpGatewayScenario } from './mcp-gateway';
 import { runTeamToolsScenario } from './team-tools';
@@ -24,14 +25,16 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
   if (scenario.workload === 'team-tools') return runTeamToolsScenario(scenario, env);
   if (scenario.workload === 'mcp-gateway') return runMcpGatewayScenario(scenario, env);
   const random = mulberry32(env.seed);
-  const dir = path.join(env.dir, scenario.name);
+  const name = runName(scenario);
+  const dir = path.join(env.dir, name);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   const started = Date.now();
   const cluster = await Cluster.start({
     dir,
     workers: scenario.workers,
-    taskQueue: `chaos-${scenario.name}-${env.seed}`,
+    taskQueue: `chaos-${name}-${env.seed}`,
+    env: laneEnv(scenario),
     workflowBundlePath: env.workflowBundlePath,
     ...(env.workerEntry ? { workerEntry: env.workerEntry } : {}),
     ...(scenario.failpoints ? { failpoints: scenario.failpoints } : {}),
@@ -40,12 +43,12 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     log: env.log,
   });
   const connection = await Connection.connect({ address: cluster.temporalAddress });
-  const settle = new SettleClient(new Client({ connection }), `chaos-${scenario.name}-${env.seed}`);
+  const settle = new SettleClient(new Client({ connection }), `chaos-${name}-${env.seed}`);
   const db = openDatabase(cluster.databaseUrl, { max: 4 });
   const store = new EndpointStore(db);
   try {
     const plans = planTrajectories({
-      prefix: `${scenario.name}-${env.seed}`,
+      prefix: `${name}-${env.seed}`,
       dir,
       orchestrated: scenario.orchestrated,
       scripted: scenario.scripted,
@@ -65,10 +68,10 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     ).finally(() => (running = false));
     const faultsUntil = Date.now() + (scenario.faultsForMs ?? Infinity);
     const faulting = (scenario.faults?.(cluster, random, () => running && Date.now() < faultsUntil) ?? Promise.resolve()).catch(
-      (err: unknown) => env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
+      (err: unknown) => env.log(`${name}: fault injection stopped: ${String(err)}`),
     );
     const duties = Promise.all([sre.watch(workload, env.log), approveWhileRunning(settle, cluster.onDuty.approver, plans, workload)]);
-    const progress = setInterval(() => void logProgress(scenario.name, store, cluster, plans, env.log), 15_000);
+    const progress = setInterval(() => void logProgress(name, store, cluster, plans, env.log), 15_000);
     const reports = await workload.finally(() => clearInterval(progress));
     await faulting;
     cluster.resumeAll();
@@ -78,9 +81,9 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
 
     const ids = plans.map((p) => p.id);
     const trails = await callTrails(store, ids);
-    const taskFailures = await workflowTaskFailures(settle, ids, env.historiesDir);
+    const histories = await historyFigures(settle, ids, env.historiesDir);
     const renewals = await renewalStatements(db);
-    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, renewals, started, taskFailures);
+    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, renewals, started, histories);
   } finally {
     await connection.close().catch(() => {});
     await db.destroy().catch(() => {});
@@ -114,7 +117,7 @@ function summarize(
   trails: CallTrail[],
   renewalCount: number | null,
   started: number,
-  taskFailures: Record<string, number>,
+  { taskFailures, laneAttempts }: Awaited<ReturnType<typeof historyFigures>>,
 ): ScenarioResult {
   const problems: string[] = [];
   let duplicates = 0;
@@ -164,6 +167,7 @@ function summarize(
   return {
     scenario: scenario.name,
     description: scenario.description,
+    ...laneFields(scenario, recovered, laneAttempts),
     trajectories: reports.length,
     calls: reports.reduce((n, r) => n + r.calls, 0),
     effects: [...counts.values()].reduce((a, b) => a + b, 0),

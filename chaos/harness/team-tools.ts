@@ -14,9 +14,11 @@ import { SettleClient } from '../../client/index';
 import { errorMessage } from '../../core/errors';
 import { startIdempotentServer, type Effect } from '../../test/support/idempotent-http-server';
 import type { BillingResult, billingWorkflow } from '../../examples/team-tools/src/workflows';
+import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../../core/tools/lanes';
 import { Cluster, sleep, type Fault } from './cluster';
+import { laneEnv, laneFields, runName } from './lanes';
 import { recoveries, recoveryFigures, renewalFigures, renewalRate, type CallTrail } from './metrics';
-import { callTrails, renewalStatements, workflowTaskFailures } from './collect';
+import { callTrails, historyFigures, renewalStatements } from './collect';
 import { mulberry32 } from './random';
 import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
 
@@ -41,19 +43,20 @@ interface BillingReport {
 export async function runTeamToolsScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
   if (!env.team) throw new Error(`${scenario.name}: the team-tools worker entry and workflow bundle were not built`);
   const random = mulberry32(env.seed);
-  const dir = path.join(env.dir, scenario.name);
+  const name = runName(scenario);
+  const dir = path.join(env.dir, name);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(path.join(dir, 'ledgers'), { recursive: true });
   const started = Date.now();
   const billing = await startIdempotentServer();
-  const taskQueue = `chaos-${scenario.name}-${env.seed}`;
+  const taskQueue = `chaos-${name}-${env.seed}`;
   const cluster = await Cluster.start({
     dir,
     workers: scenario.workers,
     taskQueue,
     workflowBundlePath: env.team.workflowBundlePath,
     workerEntry: env.team.workerEntry,
-    env: { BILLING_API_URL: billing.url, WORKFLOW_BUNDLE: env.team.workflowBundlePath },
+    env: { BILLING_API_URL: billing.url, WORKFLOW_BUNDLE: env.team.workflowBundlePath, ...laneEnv(scenario) },
     ready: READY,
     ...(scenario.failpoints ? { failpoints: scenario.failpoints } : {}),
     ...(env.temporalAddress ? { temporalAddress: env.temporalAddress } : {}),
@@ -67,7 +70,7 @@ export async function runTeamToolsScenario(scenario: Scenario, env: ScenarioEnvi
   try {
     const n = scenario.orchestrated + scenario.scripted;
     const plans: BillingPlan[] = Array.from({ length: n }, (_, i) => ({
-      id: `${scenario.name}-${env.seed}-${i}`,
+      id: `${name}-${env.seed}-${i}`,
       customer: `cus_${env.seed}_${i}`,
       amountCents: 100 + i,
       ledger: path.join(dir, 'ledgers', `${i}.txt`),
@@ -83,7 +86,7 @@ export async function runTeamToolsScenario(scenario: Scenario, env: ScenarioEnvi
     ).finally(() => (running = false));
     const faultsUntil = Date.now() + (scenario.faultsForMs ?? Infinity);
     const faulting = (scenario.faults?.(cluster, random, () => running && Date.now() < faultsUntil) ?? Promise.resolve()).catch(
-      (err: unknown) => env.log(`${scenario.name}: fault injection stopped: ${String(err)}`),
+      (err: unknown) => env.log(`${name}: fault injection stopped: ${String(err)}`),
     );
     const reports = await workload;
     await faulting;
@@ -91,9 +94,9 @@ export async function runTeamToolsScenario(scenario: Scenario, env: ScenarioEnvi
 
     const ids = plans.map((p) => p.id);
     const trails = await callTrails(store, ids);
-    const taskFailures = await workflowTaskFailures(new SettleClient(client, taskQueue), ids, env.historiesDir);
+    const histories = await historyFigures(new SettleClient(client, taskQueue), ids, env.historiesDir);
     const renewals = await renewalStatements(db);
-    return summarize(scenario, reports, billing.effects(), trails, cluster.faults, renewals, started, taskFailures);
+    return summarize(scenario, reports, billing.effects(), trails, cluster.faults, renewals, started, histories);
   } finally {
     await connection.close().catch(() => {});
     await db.destroy().catch(() => {});
@@ -109,6 +112,8 @@ async function runBilling(client: Client, taskQueue: string, plan: BillingPlan, 
         workflowId: plan.id,
         taskQueue,
         args: [{ customer: plan.customer, amountCents: plan.amountCents, ledger: plan.ledger }],
+        // As settle's client starts trajectories: what notices a worker that died in a local-lane call.
+        workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
       });
       return handle.result();
     });
@@ -131,7 +136,7 @@ function summarize(
   faults: Fault[],
   renewalCount: number | null,
   started: number,
-  taskFailures: Record<string, number>,
+  { taskFailures, laneAttempts }: Awaited<ReturnType<typeof historyFigures>>,
 ): ScenarioResult {
   const problems: string[] = [];
   let duplicates = 0;
@@ -183,6 +188,7 @@ function summarize(
   return {
     scenario: scenario.name,
     description: scenario.description,
+    ...laneFields(scenario, recovered, laneAttempts),
     trajectories: reports.length,
     calls,
     effects: [...invoices.values()].reduce((a, b) => a + b, 0) + reports.reduce((n, r) => n + ledgerLines(r.plan.ledger), 0),

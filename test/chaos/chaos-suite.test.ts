@@ -2,7 +2,8 @@
  * The chaos suite's deterministic subset (the full suite is `npm run chaos`): orchestrated and
  * scripted trajectories of file edits and shell commands on two real worker processes, with a
  * fixed fault schedule — a worker SIGKILLed, PostgreSQL killed with -9, the other worker
- * SIGKILLed. Effects are counted from the files; every one must have happened exactly once.
+ * SIGKILLed — in both lanes (chaos/harness/lanes.ts): file edits as activities, then as local
+ * activities. Effects are counted from the files; every one must have happened exactly once.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +12,7 @@ import { afterAll, describe, expect, it, inject } from 'vitest';
 import { sleep } from '../../chaos/harness/cluster';
 import { runScenario } from '../../chaos/harness/scenario';
 import type { Scenario } from '../../chaos/harness/scenario-types';
+import { inLane, LANES } from '../../chaos/harness/lanes';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-chaos-test-'));
 fs.chmodSync(dir, 0o755); // the postgres user must reach its data directory
@@ -32,14 +34,15 @@ const scenario: Scenario = {
     cluster.killRandomWorker(() => 0.99);
   },
   timeoutMs: 200_000,
+  lanes: { localByDefault: ['file_edit', 'file_view'], madeLocal: [] },
 };
 
-describe('chaos suite (deterministic subset)', () => {
+describe.each(LANES)('chaos suite (deterministic subset), %s lane', (lane) => {
   it(
     'worker kills and a PostgreSQL crash: no duplicate, nothing lost, nothing left in doubt, no failure',
     { timeout: 300_000 },
     async () => {
-      const result = await runScenario(scenario, {
+      const result = await runScenario(inLane(scenario, lane), {
         dir,
         workflowBundlePath: inject('workflowBundlePath'),
         temporalAddress: inject('temporalAddress'),
@@ -68,6 +71,10 @@ describe('chaos suite (deterministic subset)', () => {
       // Every effect the orchestrators asked for happened (they re-propose what settle reports not executed).
       expect(result.effects).toBeGreaterThanOrEqual(8);
       expect(result.trajectories).toBe(4);
+      // The file edits ran in the lane asked for (the shell commands are activities in both).
+      expect(result.lane).toBe(lane);
+      if (lane === 'local') expect(result.laneAttempts?.local).toBeGreaterThan(0);
+      else expect(result.laneAttempts?.local).toBe(0);
     },
   );
 });

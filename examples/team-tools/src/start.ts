@@ -17,6 +17,9 @@ const result = await client.workflow.execute<typeof billingWorkflow>('billingWor
   workflowId,
   taskQueue: process.env.TEMPORAL_TASK_QUEUE ?? 'billing',
   args: [{ customer, amountCents: Number(amount), ledger }],
+  // As settle's client starts trajectories: a tool moved to the local lane (SETTLE_LANES) runs inside
+  // the workflow task, and this timeout is what notices a worker that died in the middle of it.
+  workflowTaskTimeout: '3 seconds',
 });
 console.log(JSON.stringify(result));
 await connection.close();
