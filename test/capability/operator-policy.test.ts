@@ -169,7 +169,13 @@ describe('workspaces, capabilities and the network are the operator’s choice (
   it('the default policy is the safe one: a dedicated root, no model endpoints or keys, no development mode, no lane overrides', async () => {
     const { loadWorkerPolicy, DEFAULT_WORKSPACE_ROOT } = await import('../../activities/worker-policy');
     const policy = loadWorkerPolicy({});
-    expect(policy).toEqual({ workspaceRoot: DEFAULT_WORKSPACE_ROOT, modelEndpoints: [], modelKeyEnvs: [], allowNoCapability: false, lanes: {} });
+    expect(policy).toEqual({
+      workspaceRoot: DEFAULT_WORKSPACE_ROOT,
+      modelEndpoints: [],
+      modelKeyEnvs: [],
+      allowNoCapability: false,
+      lanes: {},
+    });
     expect(fs.statSync(DEFAULT_WORKSPACE_ROOT).isDirectory()).toBe(true);
     expect(() => loadWorkerPolicy({ SETTLE_WORKSPACE_ROOT: '/' })).toThrow(/SETTLE_WORKSPACE_ROOT must not be \//);
     expect(() => loadWorkerPolicy({ SETTLE_ALLOW_NO_CAPABILITY: 'yes' })).toThrow(/SETTLE_ALLOW_NO_CAPABILITY must be 1 or 0/);
