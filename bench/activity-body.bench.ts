@@ -75,7 +75,6 @@ export async function benchActivityBody(
           workspace: sides.settle.workspace,
           leaseMs: 3_000,
           countProposal: true,
-          inDoubtFails: true,
         });
         if (outcome.kind !== 'completed' || outcome.result.error !== null) throw new Error(`settle call ${i}: ${JSON.stringify(outcome)}`);
       },

@@ -436,24 +436,11 @@ function decimal(text: string): { negative: boolean; digits: string; exponent: b
 }
 
 /**
- * Tool-call arguments as a model sends them: a JSON string, parsed as strict I-JSON. `strict` is
- * asked only for text that `JSON.parse` accepts but I-JSON refuses (a repeated member, a rounded
- * number, deep nesting); when it says no, the text is parsed as before. Workflow code passes a
- * patch check there, so a history recorded before strict parsing replays exactly as it ran.
+ * Tool-call arguments as a model sends them: a JSON string, parsed as strict I-JSON. Workflow code
+ * passes a patch check as `largeIntegers` (parseIJson).
  */
-export function parseToolArguments(text: string, strict: () => boolean, largeIntegers?: () => boolean): JsonValue {
-  try {
-    return parseIJson(text, { field: 'args', ...(largeIntegers ? { largeIntegers } : {}) });
-  } catch (err) {
-    let legacy: JsonValue;
-    try {
-      legacy = JSON.parse(text) as JsonValue;
-    } catch {
-      throw err; // refused before too: same commands, a clearer message
-    }
-    if (strict()) throw err;
-    return legacy;
-  }
+export function parseToolArguments(text: string, largeIntegers?: () => boolean): JsonValue {
+  return parseIJson(text, { field: 'args', ...(largeIntegers ? { largeIntegers } : {}) });
 }
 
 /**

@@ -47,9 +47,6 @@ const { laneTable } = proxyLocalActivities<SettleActivities>({
   retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
 });
 
-/** Patch id: proposed calls are counted per tool (malformed-call rate), by a local activity. Histories before it have none. */
-export const PATCH_RECORD_PROPOSED_CALLS = 'record-proposed-calls-v2';
-
 const { runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
@@ -68,18 +65,16 @@ interface ValidCall {
 /**
  * Where a call comes from: a model or orchestrator (`proposed`: checked against the input
  * contract, counted; `checked`: the same, but its envelope already passed that check as part of
- * the trajectory's input or a runTurn update's validator, so a lean run does not repeat it), or
+ * the trajectory's input or a runTurn update's validator, so it is not repeated), or
  * settle itself (`compensation`: built from a validated call).
  */
 export type CallOrigin = 'proposed' | 'checked' | 'compensation';
 
 /**
  * One call, start to finish; resolves to its report (also pushed to the trajectory's reports).
- * Runs that recorded PATCH_LEAN_CALLS take the steps below without an await of their own on the
- * way to the activity; earlier runs replay `runCallAsRecorded`.
+ * The steps below take no await of their own on the way to the activity (patches.ts PATCH_LEAN_CALLS).
  */
 export function runCall(ctx: CallContext, turn: number, call: ProposedCall, origin: CallOrigin = 'proposed'): Promise<CallReport> {
-  if (!ctx.state.patches.leanCalls) return runCallAsRecorded(ctx, turn, call, origin === 'checked' ? 'proposed' : origin);
   try {
     const report = newReport(turn, call);
     ctx.state.reports.push(report);
@@ -100,10 +95,10 @@ export function runCall(ctx: CallContext, turn: number, call: ProposedCall, orig
 }
 
 /**
- * Steps 2–4 of a lean run for a valid call with its final key. Every promise a workflow creates
+ * Steps 2–4 for a valid call with its final key. Every promise a workflow creates
  * costs a stack capture in the SDK's promise hook (source-mapped, ~0.1 ms each): this returns the
  * step's own promise instead of awaiting it, so a settled call costs its activity's promises and
- * one more. Under settle-2026-12 the activity counts the proposal (PATCH_COUNT_IN_ACTIVITIES).
+ * one more. The activity that runs the call counts the proposal; only a call that runs none is counted here.
  */
 function runValid(ctx: CallContext, report: CallReport, call: ProposedCall, valid: ValidCall, key: string): Promise<CallReport> {
   report.key = key;
@@ -143,7 +138,7 @@ export interface ValidatedCall {
   probes?: boolean;
   /** Where it runs (the worker's lane for its tool); absent: the activity lane. */
   lane?: LaneChoice;
-  /** The activity counts the proposal (a trajectory's; PATCH_COUNT_IN_ACTIVITIES). */
+  /** The activity counts the proposal (a trajectory's). */
   countInActivity: boolean;
   /** Counts a proposal no activity ran for (an A3 call denied); a team's calls count none. */
   countRefusal?: () => Promise<void>;
@@ -182,72 +177,6 @@ async function runApproved(ctx: CallContext, report: CallReport, call: Validated
   }
   const approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
   return new SettledCall(ctx, report, settledCallOptions(call, approval)).run();
-}
-
-/**
- * The call pipeline as runs before PATCH_LEAN_CALLS recorded it: the same steps, with the awaits
- * (and so the promises and their order) those histories replay. Do not change.
- */
-async function runCallAsRecorded(
-  ctx: CallContext,
-  turn: number,
-  call: ProposedCall,
-  origin: 'proposed' | 'compensation',
-): Promise<CallReport> {
-  const report = newReport(turn, call);
-  ctx.state.reports.push(report);
-
-  // 1. Validate: a malformed call becomes an observation naming the field and rule.
-  let valid: ValidCall | ValidSpawn;
-  try {
-    valid = validate(ctx, turn, call, origin);
-  } catch (err) {
-    return rejectInvalid(ctx, report, call, err);
-  }
-  if (valid.tool === SPAWN_SUBAGENT) return runSpawn(ctx, report, call, valid);
-  report.level = valid.level;
-  // Before PATCH_COUNT_IN_ACTIVITIES every valid call was counted here, by a local activity;
-  // since, the activity that runs the call counts it, and only a call that runs none is counted here.
-  const countHere = !ctx.state.countsInActivities;
-  if (countHere) await countProposal(ctx, turn, call, null);
-  const counted = async () => {
-    if (!countHere) await countProposal(ctx, turn, call, null);
-  };
-
-  // 2. The key names the logical call; derived here, so it shows in history.
-  const key = await finalKey(ctx, turn, call, valid);
-  report.key = key;
-  ctx.state.argsByKey.set(key, valid.args);
-  const summary = `${call.tool} ${describeArgs(valid.args)} · key ${key.slice(0, 6)}…`;
-
-  // 3. Capability pre-check on the token's unsigned fields (cheap, no activity). The activity
-  //    checks again with the signature, symlinks and budget: it decides, not this.
-  const denial = precheckCapability(ctx, valid);
-  if (denial) {
-    await counted();
-    return deniedByCapability(report, denial.component, denial.reason);
-  }
-
-  // 4. By level. The activity counts the proposal unless it was counted above (or is a compensation).
-  const countInActivity = !countHere && !isCompensationCallId(call.call_id);
-  if (valid.level === 'A0') return runReadOnly(ctx, report, valid.tool, valid.args, key, summary, countInActivity);
-  let approval: Approval | undefined;
-  if (valid.level === 'A3') {
-    const decision = await approvalFor(ctx, report, key, valid.args);
-    if (decision?.decision === 'deny') {
-      await counted();
-      return denied(report, decision);
-    }
-    approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
-  }
-  await new SettledCall(ctx, report, {
-    key,
-    args: valid.args,
-    summary,
-    ...(approval ? { approval } : {}),
-    countProposal: countInActivity,
-  }).run();
-  return report;
 }
 
 function newReport(turn: number, call: ProposedCall): CallReport {
@@ -386,7 +315,7 @@ async function rejectInvalid(ctx: CallContext, report: CallReport, call: Propose
 
 /**
  * Counts a proposal from a model or orchestrator (not the runtime's own compensations) for the
- * per-tool malformed-call rate. Gated by a patch: trajectories recorded before it replay as they ran.
+ * per-tool malformed-call rate.
  */
 export async function countProposal(
   ctx: CallContext,
@@ -395,7 +324,6 @@ export async function countProposal(
   issue: { field: string; rule: string } | null,
 ): Promise<void> {
   if (isCompensationCallId(call.call_id)) return;
-  if (!ctx.state.countsInActivities && !ctx.state.patches.has(PATCH_RECORD_PROPOSED_CALLS)) return;
   await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
 

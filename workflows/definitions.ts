@@ -44,7 +44,7 @@ export interface CallReport {
   /** The endpoint record's state; NO_RECORD for read-only (A0) calls and denied/invalid ones. */
   state: RecordStateOrUnseen | 'NO_RECORD';
   resolution: CallResolution | 'pending' | 'awaiting_approval';
-  /** Executions of this call (claims); before PATCH_OPERATOR_WAIT, probe rounds too. */
+  /** Executions of this call (claims); probe rounds are counted in `probes`. */
   attempts: number;
   /** Probe rounds after the call was found IN_DOUBT (absent until the first). */
   probes?: number;

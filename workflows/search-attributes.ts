@@ -22,7 +22,7 @@ export const SA_PARENT_TRAJECTORY = defineSearchAttributeKey('SettleParentTrajec
  * The search attributes a trajectory starts with: what its first publish would set (running, no
  * call in doubt, no approval pending), and its parent for a sub-agent. Set in the start request
  * (client/index.ts trajectoryStartOptions, subagent.ts), they are visible from the first moment
- * and the run upserts nothing to repeat them (patches.ts PATCH_SETTLE_2026_12).
+ * and the run upserts nothing to repeat them (trajectory-state.ts startFingerprint).
  */
 export function initialSearchAttributes(parentTrajectoryId?: string): SearchAttributePair[] {
   return [

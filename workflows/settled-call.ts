@@ -72,21 +72,6 @@ const WATCH_OPTIONS = {
 const { watchRecord } = proxyActivities<SettleActivities>(WATCH_OPTIONS);
 
 /**
- * Patch id: an in-doubt call of a tool that declares no probe (core/tools/catalog.ts) waits for an
- * operator at once and is never re-probed, as is one whose probe answers a final unknown; probe rounds are counted in `probes`, not `attempts`;
- * probes and the operator wait carry summaries. Histories before it re-probed every tool.
- */
-export const PATCH_OPERATOR_WAIT = 'operator-wait-v1';
-
-/**
- * Patch id: while a call waits for an operator with no end (no probe could tell), a watch activity
- * reads its record, so a record settled without the update — `settle resolve` run while the
- * trajectory was not yet waiting, a late completion — ends the wait. Histories before it waited
- * for the update alone (and waited forever when the verdict had gone to the record).
- */
-export const PATCH_WATCH_RECORD = 'operator-watch-record-v1';
-
-/**
  * Patch id: a call refused by the worker (capability or policy) whose key has a record — an earlier
  * attempt claimed it — reports the record's state instead of NO_RECORD, and while that record's
  * effect is unknown (IN_FLIGHT, IN_DOUBT) waits for it to be settled, then attempts again. Asked
@@ -94,20 +79,12 @@ export const PATCH_WATCH_RECORD = 'operator-watch-record-v1';
  */
 export const PATCH_DENIED_RECORD = 'denied-with-record-v1';
 
-/** Patch id: a cancelled trajectory waits for running settled activities, then compensates and shows `cancelled`. */
-export const PATCH_WAIT_FOR_CANCELLED_ACTIVITIES = 'wait-for-cancelled-activities-v1';
-
 /**
  * How a settled activity (execution or probe) reacts when its trajectory is cancelled: it runs
  * to its end, and the workflow waits for it. Its effect may complete at any moment, and the
- * compensators can only undo what the workflow knows was done. Histories from before the patch
- * stopped waiting at once (TRY_CANCEL).
+ * compensators can only undo what the workflow knows was done.
  */
-export function waitForCancelledActivities(state: TrajectoryState): ActivityCancellationType {
-  return state.patches.has(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)
-    ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
-    : ActivityCancellationType.TRY_CANCEL;
-}
+const SETTLED_CANCELLATION = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
 
 /** Who settled an IN_DOUBT record, and to what. */
 interface Settlement {
@@ -125,7 +102,7 @@ export interface SettledCallOptions {
   summary: string;
   /** For an A3 call: who approved it, recorded on the claim. */
   approval?: { approver: string; reason: string };
-  /** The activity counts the proposal (PATCH_COUNT_IN_ACTIVITIES); idempotent across attempts. */
+  /** The activity counts the proposal; idempotent across attempts. */
   countProposal?: boolean;
   /** Whether a probe can settle it: a team tool's, from the worker's registry; absent: the catalog's. */
   probes?: boolean;
@@ -174,17 +151,14 @@ export class SettledCall {
 
   /** Attempts the call until it resolves; the report carries the outcome. */
   async run(): Promise<CallReport> {
-    const lean = this.state.patches.leanCalls;
     while (this.report.resolution === 'pending') {
       let outcome: CallOutcome<Observation>;
-      if (lean) {
-        // No promise of its own for the in-doubt failure (patches.ts PATCH_LEAN_CALLS).
-        try {
-          outcome = await this.attempt();
-        } catch (err) {
-          outcome = inDoubtOutcome(err);
-        }
-      } else outcome = await this.attempt().catch(inDoubtOutcome);
+      // No promise of its own for the in-doubt failure (patches.ts PATCH_LEAN_CALLS).
+      try {
+        outcome = await this.attempt();
+      } catch (err) {
+        outcome = inDoubtOutcome(err);
+      }
       switch (outcome.kind) {
         case 'completed':
           this.completed(outcome.result, outcome.replayed);
@@ -235,14 +209,8 @@ export class SettledCall {
       ...(input.capability ? { capability: input.capability } : {}),
       ...(input.keyMode ? { keyMode: input.keyMode } : {}),
       ...(this.countProposal ? { countProposal: true } : {}),
-      // An attempt that ends IN_DOUBT fails (non-retryable `SettleInDoubt`, the outcome in its
-      // details) rather than returning, so the Web UI shows it failed, not a green "Completed".
-      // No patch: the commands are the same either way, and the outcome is read from whichever
-      // form the history holds (histories from before this flag hold it returned).
-      inDoubtFails: true,
     };
     const summary = this.attemptSummary();
-    const cancellationType = waitForCancelledActivities(this.state);
     const asActivity = () =>
       executeToolCall.executeWithOptions(
         {
@@ -253,7 +221,7 @@ export class SettledCall {
           // error, soon enough to notice the database's return within seconds.
           retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
           summary,
-          cancellationType,
+          cancellationType: SETTLED_CANCELLATION,
         },
         [request],
       );
@@ -264,7 +232,10 @@ export class SettledCall {
     // that fails otherwise (it outlived its bound, the database was away) goes on in the activity
     // lane: its claim finds what this one left, a lease still held included.
     return executeToolCallLocally
-      .executeWithOptions({ startToCloseTimeout: this.lane.boundMs, retry: { maximumAttempts: 1 }, summary, cancellationType }, [request])
+      .executeWithOptions(
+        { startToCloseTimeout: this.lane.boundMs, retry: { maximumAttempts: 1 }, summary, cancellationType: SETTLED_CANCELLATION },
+        [request],
+      )
       .catch((err: unknown) => {
         if (isCancellation(err) || isInDoubt(err)) throw err;
         this.lane = ACTIVITY_LANE;
@@ -372,23 +343,19 @@ export class SettledCall {
   private async settleInDoubt(generation: number): Promise<Settlement> {
     const { state, input } = this.ctx;
     const key = this.key;
-    // Decided once per wait: histories from before the patch re-probed every tool and counted
-    // probes as attempts.
-    const current = state.patches.has(PATCH_OPERATOR_WAIT);
-    if (current && !(this.probes ?? declaresProbe(this.report.tool, this.args))) {
+    if (!(this.probes ?? declaresProbe(this.report.tool, this.args))) {
       // Nothing could ever settle it but a person: wait for one, without timers or re-probing.
       return this.awaitOperator(generation, null, 'this tool declares no probe: its effect cannot be observed by settle');
     }
     let round = 0;
     while (true) {
       state.publish('waiting_probe', `call ${this.short}… IN_DOUBT: probing (round ${round + 1}) · ${this.summary}`);
-      if (current) this.report.probes = (this.report.probes ?? 0) + 1;
-      else this.report.attempts++;
+      this.report.probes = (this.report.probes ?? 0) + 1;
       const probe = await probeToolCall.executeWithOptions(
         {
           ...PROBE_OPTIONS,
-          cancellationType: waitForCancelledActivities(this.state),
-          ...(current ? { summary: `probe ${this.summary} · after IN_DOUBT (gen ${generation}, round ${round + 1})` } : {}),
+          cancellationType: SETTLED_CANCELLATION,
+          summary: `probe ${this.summary} · after IN_DOUBT (gen ${generation}, round ${round + 1})`,
         },
         [{ key, workspace: input.workspace }],
       );
@@ -398,13 +365,13 @@ export class SettledCall {
         // direct `settle resolve` (the record names who).
         return { by: probe.settledBy?.startsWith('operator:') ? 'operator' : 'probe', state: probe.state };
       }
-      if (current && probe.final) {
+      if (probe.final) {
         // The probe says no later probe could tell either (e.g. a shell command that died mid-run):
         // wait for a person, without timers or re-probing.
         return this.awaitOperator(probe.generation, null, `the probe cannot tell, and no later probe could: ${codeSpan(probe.detail)}`);
       }
       const delayMs = Math.min(5_000 * 2 ** round++, 10 * 60_000);
-      const settled = await this.awaitOperator(probe.generation, delayMs, `the probe cannot tell: ${codeSpan(probe.detail)}`, current);
+      const settled = await this.awaitOperator(probe.generation, delayMs, `the probe cannot tell: ${codeSpan(probe.detail)}`);
       if (settled) return settled;
     }
   }
@@ -415,8 +382,8 @@ export class SettledCall {
    * nothing about the execution that is in doubt now.
    */
   private async awaitOperator(generation: number, timeoutMs: null, why: string): Promise<Settlement>;
-  private async awaitOperator(generation: number, timeoutMs: number, why: string, current: boolean): Promise<Settlement | null>;
-  private async awaitOperator(generation: number, timeoutMs: number | null, why: string, current = true): Promise<Settlement | null> {
+  private async awaitOperator(generation: number, timeoutMs: number, why: string): Promise<Settlement | null>;
+  private async awaitOperator(generation: number, timeoutMs: number | null, why: string): Promise<Settlement | null> {
     const { state } = this.ctx;
     const key = this.key;
     state.awaitingOperator.add(key);
@@ -435,13 +402,11 @@ export class SettledCall {
         probesAgain: timeoutMs !== null,
       });
     }
-    // Current details are metadata, not history events: histories from before the patch show them too.
+    // Current details are metadata, not history events.
     state.publish('waiting_operator', this.operatorDetails(why, generation));
     const verdict = () => state.operatorVerdictFor(key, generation) !== undefined;
     if (timeoutMs === null) {
-      const watched = state.patches.has(PATCH_WATCH_RECORD)
-        ? await this.verdictOrSettledRecord(generation, verdict)
-        : await condition(verdict);
+      const watched = await this.verdictOrSettledRecord(generation, verdict);
       if (watched) {
         // Settled on the record, not through the update: any verdict that arrived meanwhile is moot.
         state.awaitingOperator.delete(key);
@@ -449,7 +414,7 @@ export class SettledCall {
         this.report.state = watched.state;
         return { by: watched.settledBy?.startsWith('operator:') ? 'operator' : 'probe', state: watched.state };
       }
-    } else if (!(await condition(verdict, timeoutMs, current ? { summary: `probe ${this.short}… again` } : {}))) return null;
+    } else if (!(await condition(verdict, timeoutMs, { summary: `probe ${this.short}… again` }))) return null;
     state.awaitingOperator.delete(key);
     const settled = state.takeOperatorVerdict(key, generation)!;
     this.report.state = settled;
@@ -520,7 +485,7 @@ export async function applyOperatorVerdict(state: TrajectoryState, s: SettleCall
   return { state: result.state };
 }
 
-/** The outcome an IN_DOUBT attempt failed with (`inDoubtFails`); any other failure is rethrown. */
+/** The outcome an IN_DOUBT attempt failed with (executeToolCall fails it); any other failure is rethrown. */
 function inDoubtOutcome(err: unknown): CallOutcome<Observation> {
   const outcome = inDoubtDetails(err);
   if (outcome) return outcome;

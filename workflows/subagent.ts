@@ -73,8 +73,8 @@ export async function spawnSubagent(ctx: CallContext, report: CallReport, args: 
     const result: TrajectoryResult = await executeChild<TrajectoryWorkflow>('trajectoryWorkflow', {
       workflowId: childId,
       args: [childInput],
-      // Visible as running, under its parent, from its start (patches.ts PATCH_SETTLE_2026_12).
-      ...(state.patches.current ? { typedSearchAttributes: initialSearchAttributes(trajectoryId) } : {}),
+      // Visible as running, under its parent, from its start (search-attributes.ts).
+      typedSearchAttributes: initialSearchAttributes(trajectoryId),
       // A dead worker's local-lane call is noticed by this timeout (core/tools/lanes.ts).
       ...(state.patches.localLane ? { workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS } : {}),
     });

@@ -22,16 +22,6 @@ import {
   type TrajectoryStatus,
 } from './search-attributes';
 
-/** Patch id: search attributes are upserted only when their values change. */
-export const PATCH_UPSERT_ON_CHANGE = 'upsert-search-attributes-on-change-v1';
-
-/**
- * Patch id: the activity that runs a valid call also counts it (the claim statement, or alongside
- * an A0 read), so no bookkeeping local activity per call; implies PATCH_UPSERT_ON_CHANGE, so a
- * new trajectory records one patch marker, not two. Histories before it replay as they ran.
- */
-export const PATCH_COUNT_IN_ACTIVITIES = 'count-proposals-in-activities-v3';
-
 export class TrajectoryState {
   readonly reports: CallReport[];
   /** Validated arguments of every call, by key (compensators need them). */
@@ -54,8 +44,6 @@ export class TrajectoryState {
   private lastPublished: string | null = null;
   /** runTurn updates run one at a time in arrival order: each takes a ticket and waits for it. */
   private readonly turnQueue = { nextTicket: 0, serving: 0, running: 0 };
-  /** Whether this run counts valid proposals in their activities (PATCH_COUNT_IN_ACTIVITIES). */
-  readonly countsInActivities: boolean;
   /** The worker's lane per tool, asked once per run under PATCH_LOCAL_LANE (call-pipeline.ts lanesOf). */
   lanes: Promise<Readonly<Record<string, LaneChoice>>> | null = null;
 
@@ -64,11 +52,9 @@ export class TrajectoryState {
     /** Which patches hold for this run (patches.ts), decided when it starts. */
     readonly patches = new Patches(),
   ) {
-    // Decided once, first thing: every later step of this run follows the same branch.
-    this.countsInActivities = patches.has(PATCH_COUNT_IN_ACTIVITIES);
-    // The start request may already carry the values (settle's client, a parent, continue-as-new):
-    // the first publish then upserts nothing that would only repeat them.
-    if (patches.current) this.lastPublished = startFingerprint();
+    // The start request already carries the values (settle's client, a parent, continue-as-new):
+    // the first publish upserts nothing that would only repeat them.
+    this.lastPublished = startFingerprint();
     this.reports = carried?.reports ?? [];
     this.turnsDone = new Set(carried?.turnsDone ?? []);
   }
@@ -178,9 +164,8 @@ export class TrajectoryState {
     setCurrentDetails(details); // metadata, not a history event: free to update often
     const values = { status, inDoubt: this.reports.filter((r) => r.state === 'IN_DOUBT').length, approvals: this.awaitingApproval.size };
     const fingerprint = fingerprintOf(values.status, values.inDoubt, values.approvals);
-    // Every upsert is a history event: skip unchanged values (patched, so histories recorded
-    // before this change, which upserted on every step, still replay).
-    if (fingerprint === this.lastPublished && (this.countsInActivities || this.patches.has(PATCH_UPSERT_ON_CHANGE))) return;
+    // Every upsert is a history event: skip unchanged values.
+    if (fingerprint === this.lastPublished) return;
     this.lastPublished = fingerprint;
     upsertSearchAttributes([
       { key: SA_TRAJECTORY_STATUS, value: values.status },

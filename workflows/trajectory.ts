@@ -36,7 +36,7 @@ import { compensationCallId, compensationFor, isCompensationCallId } from '../co
 import type { SettleActivities } from '../activities/index';
 import { countProposal, runCall } from './call-pipeline';
 import type { CallContext } from './call-context';
-import { applyOperatorVerdict, PATCH_WAIT_FOR_CANCELLED_ACTIVITIES } from './settled-call';
+import { applyOperatorVerdict } from './settled-call';
 import {
   approveCallUpdate,
   callsQuery,
@@ -66,16 +66,12 @@ import { TrajectoryState } from './trajectory-state';
 export * from './definitions';
 
 const DEFAULT_MODEL_TURNS = 20;
-/** Model arguments parsed as strict I-JSON (core/json-text.ts); histories from before parsed them with JSON.parse. */
-const PATCH_STRICT_TOOL_ARGUMENTS = 'strict-tool-arguments-v1';
 /**
  * Integers beyond ±(2^53−1) that a double holds exactly (`100000000000000000000`) are accepted, as
  * `1e20` is (core/json-text.ts exactNumber); histories from before refused them. Asked only for such
- * an integer, so a run records its marker only when it meets one. Not implied by settle-2026-12.
+ * an integer, so a run records its marker only when it meets one. Not implied by a combined patch.
  */
 const PATCH_EXACT_LARGE_INTEGERS = 'exact-large-integers-v1';
-/** Ids `<x>/sub-<n>` are refused unless x started them as its child (core/trajectory-ids.ts). */
-const PATCH_RESERVE_CHILD_IDS = 'reserve-child-ids-v1';
 
 const { recordArgs } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
@@ -95,12 +91,12 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
   assertValidInput(input);
   // The combined patch, first thing (after the input check, which records nothing).
   const patches = new Patches();
-  assertOwnId(trajectoryId, patches);
+  assertOwnId(trajectoryId);
   const state = new TrajectoryState(input.carried, patches);
   const ctx: CallContext = { trajectoryId, input, state };
   installHandlers(ctx);
 
-  if (input.parentTrajectoryId && !(patches.current && startedWith(SA_PARENT_TRAJECTORY, input.parentTrajectoryId))) {
+  if (input.parentTrajectoryId && !startedWith(SA_PARENT_TRAJECTORY, input.parentTrajectoryId)) {
     upsertSearchAttributes([{ key: SA_PARENT_TRAJECTORY, value: input.parentTrajectoryId }]);
   }
   state.publish('running', 'starting');
@@ -124,7 +120,7 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
     throw err;
   }
   // Cancelled while the last settled call ran to its end: nothing threw, but the trajectory ends cancelled.
-  if (CancellationScope.current().consideredCancelled && patches.has(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES)) {
+  if (CancellationScope.current().consideredCancelled) {
     return await endCancelled(ctx, new CancelledFailure('trajectory cancelled'));
   }
 
@@ -154,12 +150,11 @@ export async function trajectoryWorkflow(input: TrajectoryInput): Promise<Trajec
 async function endCancelled(ctx: CallContext, cancellation: unknown): Promise<never> {
   const { state } = ctx;
   await CancellationScope.nonCancellable(async () => {
-    const waits = state.patches.has(PATCH_WAIT_FOR_CANCELLED_ACTIVITIES);
     // Turns still running wait for their settled activities (WAIT_CANCELLATION_COMPLETED):
     // compensation starts once every effect that may have happened is in the reports.
-    if (waits) await condition(() => state.turnsRunning === 0);
+    await condition(() => state.turnsRunning === 0);
     const compensations = await compensate(ctx, 'cancelled');
-    if (waits) state.publish('cancelled', `cancelled; ${compensations.length} compensation(s) run`);
+    state.publish('cancelled', `cancelled; ${compensations.length} compensation(s) run`);
   });
   throw cancellation;
 }
@@ -276,11 +271,7 @@ async function runModelCall(ctx: CallContext, turn: number, c: ChatToolCall, ref
     problem = { field: 'args', rule: refusal.replace(/^args must /, ''), message: refusal };
   } else {
     try {
-      args = parseToolArguments(
-        c.function.arguments,
-        () => ctx.state.patches.has(PATCH_STRICT_TOOL_ARGUMENTS),
-        () => patched(PATCH_EXACT_LARGE_INTEGERS),
-      );
+      args = parseToolArguments(c.function.arguments, () => patched(PATCH_EXACT_LARGE_INTEGERS));
     } catch (err) {
       const refused = err as InputError;
       problem = { field: refused.field, rule: refused.rule, message: refused.message };
@@ -319,7 +310,7 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
       !r.compensatedBy,
   );
   for (const original of candidates.reverse()) {
-    const args = ctx.state.argsByKey.get(original.key!) ?? (await argsFromRecord(ctx, original.key!));
+    const args = ctx.state.argsByKey.get(original.key!) ?? (await argsFromRecord(original.key!));
     const plan = args ? compensationFor(original.tool, args) : { kind: 'none' as const, reason: 'arguments unavailable' };
     if (plan.kind === 'none') {
       done.push({ forKey: original.key!, tool: original.tool, key: null, resolution: 'not_compensable', observation: failed(plan.reason) });
@@ -340,14 +331,11 @@ async function compensate(ctx: CallContext, why: 'failed' | 'cancelled'): Promis
 
 /**
  * Arguments of a call from an earlier run (continue-as-new does not carry them): the endpoint
- * record holds them as they executed. Patched: histories from before read nothing.
+ * record holds them as they executed.
  */
-async function argsFromRecord(ctx: CallContext, key: string): Promise<Record<string, unknown> | undefined> {
-  if (!ctx.state.patches.has(PATCH_COMPENSATE_ARGS_FROM_RECORD)) return undefined;
+async function argsFromRecord(key: string): Promise<Record<string, unknown> | undefined> {
   return (await recordArgs({ key })) ?? undefined;
 }
-
-export const PATCH_COMPENSATE_ARGS_FROM_RECORD = 'compensate-args-from-record-v1';
 
 function shouldContinueAsNew(input: TrajectoryInput): boolean {
   const info = workflowInfo();
@@ -379,13 +367,11 @@ async function continueWithState(input: TrajectoryInput, state: TrajectoryState,
 /**
  * `x/sub-<n>` belongs to x's sub-agent: a trajectory under such an id that x did not start as its
  * child is refused at once (core/trajectory-ids.ts), so it closes and cannot block x's spawn.
- * Behind a patch: a history recorded before would have run on.
  */
-function assertOwnId(trajectoryId: string, patches: Patches): void {
+function assertOwnId(trajectoryId: string): void {
   if (!isReservedChildId(trajectoryId)) return;
   const parent = parentOfChildId(trajectoryId);
   if (parent !== null && workflowInfo().parent?.workflowId === parent) return;
-  if (!patches.has(PATCH_RESERVE_CHILD_IDS)) return;
   throw ApplicationFailure.nonRetryable(
     `trajectory id ${trajectoryId} is reserved for a sub-agent${parent === null ? '' : ` of ${parent}`}: a trajectory id must ${RESERVED_CHILD_ID_RULE}`,
     FAILURE.InvalidInput,

@@ -37,12 +37,6 @@ export interface ToolCallInput {
    * workflow needs no bookkeeping activity of its own. Absent in histories before the fast path.
    */
   countProposal?: boolean;
-  /**
-   * End an IN_DOUBT attempt with a non-retryable `SettleInDoubt` failure carrying the outcome,
-   * instead of returning it (the UI shows a returned attempt as "Completed"). Absent in histories
-   * and from workflow code before `inDoubtFails` was sent, which expect the outcome returned.
-   */
-  inDoubtFails?: boolean;
 }
 
 export interface ProbeReport {
@@ -129,7 +123,9 @@ export function settledCallActivities(ctx: ActivityContext) {
         },
       ).then((outcome) => {
         const labelled = boundOutcome(outcome);
-        if (labelled.kind === 'in_doubt' && input.inDoubtFails) throw inDoubtFailure(labelled);
+        // An IN_DOUBT attempt fails (non-retryable `SettleInDoubt`, the outcome in its details)
+        // rather than returning, so the Web UI shows it failed, not a green "Completed".
+        if (labelled.kind === 'in_doubt') throw inDoubtFailure(labelled);
         return labelled;
       });
     },

@@ -408,34 +408,27 @@ describe('keys of argument texts', () => {
 });
 
 describe('parseToolArguments (the model adapter)', () => {
-  it('refuses what I-JSON refuses when strict, and asks only when JSON.parse would have accepted the text', () => {
-    const asked: string[] = [];
-    const strict = (text: string) => () => (asked.push(text), true);
-    expect(parseToolArguments('{"a":1}', strict('ok'))).toEqual({ a: 1 });
-    expect(() => parseToolArguments('{"a":', strict('syntax'))).toThrow(/^args must be valid JSON/);
-    expect(() => parseToolArguments('{"a":1,"a":2}', strict('duplicate'))).toThrow(/^args\.a must occur only once/);
-    expect(() => parseToolArguments(nested(100), strict('deep'))).toThrow(/must nest arrays and objects at most 64 levels deep/);
-    expect(asked).toEqual(['duplicate', 'deep']);
+  it('refuses what I-JSON refuses', () => {
+    expect(parseToolArguments('{"a":1}')).toEqual({ a: 1 });
+    expect(() => parseToolArguments('{"a":')).toThrow(/^args must be valid JSON/);
+    expect(() => parseToolArguments('{"a":1,"a":2}')).toThrow(/^args\.a must occur only once/);
+    expect(() => parseToolArguments(nested(100))).toThrow(/must nest arrays and objects at most 64 levels deep/);
   });
 
   it('asks before accepting an integer beyond 2^53 − 1, which histories from before refused', () => {
     const asked: string[] = [];
     const large = (answer: boolean) => () => (asked.push(String(answer)), answer);
-    expect(parseToolArguments('{"n":100000000000000000000}', () => true, large(true))).toEqual({ n: 1e20 });
-    expect(() => parseToolArguments('{"n":100000000000000000000}', () => true, large(false))).toThrow(
+    expect(parseToolArguments('{"n":100000000000000000000}', large(true))).toEqual({ n: 1e20 });
+    expect(() => parseToolArguments('{"n":100000000000000000000}', large(false))).toThrow(
       /^args\.n must be an integer from -9007199254740991 to 9007199254740991/,
     );
     // Not asked where the answer changes nothing: safe integers, other notations, rounded text.
-    expect(parseToolArguments('{"n":9007199254740991,"m":1e20,"k":9007199254740992.0}', () => true, large(false))).toEqual({
+    expect(parseToolArguments('{"n":9007199254740991,"m":1e20,"k":9007199254740992.0}', large(false))).toEqual({
       n: MAX_SAFE,
       m: 1e20,
       k: 2 ** 53,
     });
-    expect(() => parseToolArguments('{"n":9007199254740993}', () => true, large(true))).toThrow(/round-trip exactly/);
+    expect(() => parseToolArguments('{"n":9007199254740993}', large(true))).toThrow(/round-trip exactly/);
     expect(asked).toEqual(['true', 'false']);
-  });
-
-  it('parses as before when the history predates strict parsing', () => {
-    expect(parseToolArguments('{"a":1,"a":2}', () => false)).toEqual({ a: 2 });
   });
 });
