@@ -55,10 +55,12 @@ function describedBy(schema: z.ZodType): string {
  */
 const FILE_TOOL_MAX_MS = 1_000;
 
+// The reads stay in the activity lane: a turn may read many large windows (64 KiB each), and
+// every local call's result comes back in the one request that completes its workflow task,
+// which Temporal caps at 4 MB; an activity's result comes back on its own.
 function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation: ReadOnlyTool<Args>): AnyTeamTool {
   return defineTool({
     name,
-    maxDurationMs: FILE_TOOL_MAX_MS,
     description: describedBy(schema),
     args: schema,
     level: 'A0',

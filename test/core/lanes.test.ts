@@ -42,9 +42,9 @@ describe('lanes', () => {
   it('gives the built-ins and team tools their lanes in the registry, the operator overriding', () => {
     const lanes = new ToolRegistry([quick, slow]).lanes();
     expect(lanes).toMatchObject({
-      file_view: { lane: 'local' },
-      grep_search: { lane: 'local' },
-      file_edit: { lane: 'local' },
+      file_view: { lane: 'activity' },
+      grep_search: { lane: 'activity' },
+      file_edit: { lane: 'local', boundMs: 1_000 },
       bash_execute: { lane: 'activity' },
       http_request: { lane: 'activity' },
       stamp_ticket: { lane: 'local', boundMs: 500 },

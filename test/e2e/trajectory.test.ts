@@ -233,14 +233,8 @@ describe('demo trajectory end to end', () => {
     // only when they change. Started without search attributes (not by settle's client), so the
     // run publishes `running` itself.
     const history = await historyOf(id);
-    expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(Array(5).fill('core_local_activity'));
-    expect(await localActivityTypes(worker.client, id)).toEqual([
-      'laneTable',
-      'executeToolCall',
-      'runReadOnlyTool',
-      'recordProposedCall',
-      'executeToolCall',
-    ]);
+    expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(Array(4).fill('core_local_activity'));
+    expect(await localActivityTypes(worker.client, id)).toEqual(['laneTable', 'executeToolCall', 'recordProposedCall', 'executeToolCall']);
     expect(history.patches).toEqual(['settle-2026-12-local-lane']);
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch (at start)
