@@ -7,8 +7,9 @@
  * the operator's override `file_edit=activity`. End to end also runs `plain-local` (plain's edit
  * as a local activity: the local lane's floor, with no record, so unsafe as an effect) and
  * `recorded` (the plain workflow whose activity brackets the edit with a hand-rolled durable
- * record, two commits and nothing else), which splits the activity lane's overhead into what any
- * durable record costs on this disk and what settle adds on top.
+ * record, two commits and nothing else) and `recorded-local` (the same as a local activity), which
+ * split each lane's overhead into what any durable record costs on this disk and what settle adds
+ * on top.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,10 +24,15 @@ import { rssBytes, treeCpuMs } from './support/proc';
 import { median, orders, quantile, round2, spread } from './support/stats';
 
 export const CALLS_PER_TRAJECTORY = 10;
-export type Side = 'settled-local' | 'settled' | 'plain' | 'plain-local' | 'recorded';
+export type Side = 'settled-local' | 'settled' | 'plain' | 'plain-local' | 'recorded' | 'recorded-local';
 const isSettled = (side: Side) => side === 'settled-local' || side === 'settled';
 /** The workflow of each baseline (bench/plain/workflows.ts). */
-const PLAIN_WORKFLOW = { plain: 'plainTrajectory', 'plain-local': 'plainLocalTrajectory', recorded: 'recordedTrajectory' } as const;
+const PLAIN_WORKFLOW = {
+  plain: 'plainTrajectory',
+  'plain-local': 'plainLocalTrajectory',
+  recorded: 'recordedTrajectory',
+  'recorded-local': 'recordedLocalTrajectory',
+} as const;
 /** The activity each side runs a call as (regular or local): what history counts as a call. */
 const CALL_ACTIVITIES = new Set(['executeToolCall', 'plainFileEdit', 'recordedFileEdit']);
 let seq = 0;
@@ -62,7 +68,7 @@ async function startTrajectory(b: BenchStack, side: Side) {
     workflowId: id,
     args: [{ workspace, edits }],
     // The workflow task timeout settle's client gives a trajectory whose calls may run locally.
-    ...(side === 'plain-local' ? { workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS } : {}),
+    ...(side === 'plain-local' || side === 'recorded-local' ? { workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS } : {}),
   });
 }
 
@@ -349,8 +355,8 @@ function perCall(p: PhaseResult) {
 
 const roundObj = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, round2(v)]));
 
-export const SIDES = ['settled-local', 'settled', 'plain', 'plain-local', 'recorded'] as const satisfies readonly Side[];
-/** Orders of the five sides, cycled: each side at each position, and after each other side, equally often. */
+export const SIDES = ['settled-local', 'settled', 'plain', 'plain-local', 'recorded', 'recorded-local'] as const satisfies readonly Side[];
+/** Orders of the six sides, cycled: each side at each position, and after each other side, equally often. */
 const ORDERS = orders<Side>(SIDES);
 
 interface Paired {
@@ -419,6 +425,18 @@ const RATIOS: { x: Side; y: Side; figure: string; against: string; target?: ['â‰
     // As issue 16 was filed. It also prices the durable record itself (recorded/plain): what the
     // activity lane answers for is settled/recorded (docs/performance.md, "What the target means").
     note: { targetAsFiled: 'â‰¤ 1.15' },
+  },
+  {
+    x: 'settled-local',
+    y: 'recorded-local',
+    figure: 'settled-local/recorded-local wall-time ratio (local lane: what settle adds over a durable record)',
+    against: 'the plain workflow with the recorded edit (insert, edit, update, each its own commit) as a local activity (bench/plain)',
+  },
+  {
+    x: 'recorded-local',
+    y: 'plain-local',
+    figure: 'recorded-local/plain-local wall-time ratio (what a durable record alone costs in the local lane)',
+    against: 'plain-local (bench/plain), the same local activity without the hand-rolled record',
   },
   {
     x: 'recorded',
@@ -566,6 +584,7 @@ export const DEFERRED_TIMERS_MS: Record<Side, number> = {
   plain: 65_000,
   'plain-local': 5_000,
   recorded: 65_000,
+  'recorded-local': 5_000,
 };
 
 /** The scale run's sides, each in turn at each level. */

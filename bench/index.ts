@@ -11,7 +11,7 @@
  *   BENCH_ACTIVITY_CALLS (default 400: calls per side of the activity-body comparison)
  *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8),
  *   BENCH_E2E_PAIRS (default 60: sets of one trajectory per side, settled-local / settled /
- *     plain / plain-local / recorded)
+ *     plain / plain-local / recorded / recorded-local)
  *   BENCH_SCALE_LEVELS (default 10,100,400)
  *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
  *   BENCH_POSTGRES_FLAGS='-c synchronous_commit=off'    more Postgres settings (diagnostics; recorded in results.json)

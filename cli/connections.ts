@@ -4,8 +4,9 @@
  * see client/connection.ts); else the settings of a running `settle dev`.
  */
 import type { EndpointStore } from '../activities/store/endpoint-store';
-import { SettleClient } from '../client/index';
-import { loadTemporalTarget } from '../client/connection';
+import type { SettleClient } from '../client/index';
+import type { GrpcTrajectoryReads } from '../client/status/grpc-reads';
+import { loadTemporalTarget, type TargetOverrides } from '../client/connection';
 import { readDevSettings } from './dev-settings';
 import { UsageError } from './usage-error';
 
@@ -45,26 +46,43 @@ export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, opt
 /** Postgres's SQLSTATE for a missing relation. */
 const UNDEFINED_TABLE = '42P01';
 
-export async function withClient<T>(fn: (client: SettleClient) => Promise<T>): Promise<T> {
+/** The Temporal target the CLI talks to: the configured one, else a running `settle dev`'s; a usage error otherwise. */
+function cliTemporalTarget(): TargetOverrides {
   const configured = loadTemporalTarget();
-  const dev = configured.addressConfigured ? null : readDevSettings();
-  if (!configured.addressConfigured && !dev) {
+  if (configured.addressConfigured) return {};
+  const dev = readDevSettings();
+  if (!dev) {
     throw new UsageError(
       'TEMPORAL_ADDRESS: must be set, or a Temporal profile configured (or run `settle dev`, whose settings the CLI then finds)',
     );
   }
-  const client = await SettleClient.connect(
-    dev
-      ? {
-          address: dev.temporalAddress,
-          namespace: process.env.TEMPORAL_NAMESPACE || dev.namespace,
-          taskQueue: process.env.TEMPORAL_TASK_QUEUE || dev.taskQueue,
-        }
-      : {},
-  );
+  return {
+    address: dev.temporalAddress,
+    namespace: process.env.TEMPORAL_NAMESPACE || dev.namespace,
+    taskQueue: process.env.TEMPORAL_TASK_QUEUE || dev.taskQueue,
+  };
+}
+
+export async function withClient<T>(fn: (client: SettleClient) => Promise<T>): Promise<T> {
+  const overrides = cliTemporalTarget();
+  // Temporal's client only for commands that start, update or settle: `settle status` reads without it.
+  const { SettleClient } = await import('../client/index');
+  const client = await SettleClient.connect(overrides);
   try {
     return await fn(client);
   } finally {
     await client.close();
+  }
+}
+
+/** The status report's reads over the CLI's lean gRPC reader (client/status/grpc-reads.ts): no Temporal client to load. */
+export async function withStatusReads<T>(fn: (reads: GrpcTrajectoryReads) => Promise<T>): Promise<T> {
+  const target = loadTemporalTarget(cliTemporalTarget());
+  const { GrpcTrajectoryReads } = await import('../client/status/grpc-reads');
+  const reads = new GrpcTrajectoryReads(target);
+  try {
+    return await fn(reads);
+  } finally {
+    reads.close();
   }
 }

@@ -1,21 +1,24 @@
 /**
  * What `settle status` does (declared in cli/trajectory-commands.ts), apart from the other
- * trajectory commands: it loads only Temporal's client and what it prints with (no zod schemas,
- * no operator keys), and Postgres only when it shows the endpoint records.
+ * trajectory commands: it reads over the lean gRPC reader instead of Temporal's client
+ * (client/status/grpc-reads.ts), loads no zod schemas and no operator keys, and Postgres only
+ * when it shows the endpoint records.
  */
 import { reportOutcomeText } from '../core/outcome-label';
-import { deadlineExceeded, type TrajectoryStatusReport } from '../client/index';
+import { deadlineExceeded, trajectoryStatusReport, type TrajectoryStatusReport } from '../client/status/report';
 import type { EndpointRecord } from '../activities/store/endpoint-store';
-import { databaseConfigured, withClient, withStore } from './connections';
+import { databaseConfigured, withStatusReads, withStore } from './connections';
 import { formatTable } from './table';
 import { UsageError } from './usage-error';
 import { printable, printableLines } from './terminal-text';
 
 export async function trajectoryStatus(id: string, opts: { json: boolean }): Promise<void> {
-  await withClient(async (client) => {
-    const status = await client.status(id).catch((err: Error) => {
+  await withStatusReads(async (reads) => {
+    const status = await trajectoryStatusReport(reads, id).catch((err: Error) => {
       if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
-      throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
+      if ((err as { code?: unknown }).code === GRPC_NOT_FOUND)
+        throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
+      throw new UsageError(`TEMPORAL_ADDRESS: Temporal did not describe ${JSON.stringify(id)} (${err.message})`);
     });
     // No worker, or no answer: the records are what is known (the workflow cannot be asked).
     const records = status.unanswered || (!status.workerPolling && status.runStatus !== 'COMPLETED') ? await recordsOf(id) : null;
@@ -28,6 +31,8 @@ export async function trajectoryStatus(id: string, opts: { json: boolean }): Pro
     if (status.unanswered) process.exitCode = 1;
   });
 }
+
+const GRPC_NOT_FOUND = 5;
 
 /** The endpoint records of a trajectory, or why they cannot be read. */
 async function recordsOf(id: string): Promise<{ rows: EndpointRecord[] | null; note: string | null }> {

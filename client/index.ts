@@ -22,8 +22,6 @@ import {
   runTurnUpdate,
   runTurnUpdateId,
   settleCallUpdate,
-  waitingForQuery,
-  type CallReport,
   type FinishInput,
   type ProposedCall,
   type RunTurnResult,
@@ -31,13 +29,7 @@ import {
   type TrajectoryResult,
 } from '../workflows/definitions';
 import type { trajectoryWorkflow } from '../workflows/trajectory';
-import {
-  initialSearchAttributes,
-  SA_IN_DOUBT_COUNT,
-  SA_PARENT_TRAJECTORY,
-  SA_PENDING_APPROVALS,
-  SA_TRAJECTORY_STATUS,
-} from '../workflows/search-attributes';
+import { initialSearchAttributes, SA_IN_DOUBT_COUNT, SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../workflows/search-attributes';
 // CommonJS package: its namespace comes through the default export under ESM.
 import proto from '@temporalio/proto';
 const { temporal } = proto;
@@ -47,18 +39,19 @@ import { InputError } from '../core/errors';
 import type { OperatorCredential } from '../core/operator-credential';
 import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../core/tools/lanes';
+import {
+  anyPollerLive,
+  STATUS_DEADLINE_MS,
+  subAgentsQuery,
+  trajectoryStatusReport,
+  type SubAgentStatus,
+  type TrajectoryReads,
+  type TrajectoryStatusReport,
+} from './status/report';
+
+export { deadlineExceeded, STATUS_DEADLINE_MS, type SubAgentStatus, type TrajectoryStatusReport } from './status/report';
 
 export { DEFAULT_TASK_QUEUE } from './connection';
-
-/** A long poll lasts up to about a minute; a poller not seen for longer is gone. */
-const POLLER_LIVENESS_MS = 90_000;
-
-/**
- * How long `status` waits for any one answer. The server keeps a dead worker's poller listed for
- * about two minutes, and a query routed to it waits out the server's own timeout: the CLI says
- * so after this long instead of printing an empty table.
- */
-export const STATUS_DEADLINE_MS = 5_000;
 
 export interface StartOptions {
   /** The workflow's static summary in the Web UI (default: what the input says it does). */
@@ -104,27 +97,6 @@ export function trajectoryStartOptions(
     // What notices a dead worker in the middle of a local-lane call (core/tools/lanes.ts).
     workflowTaskTimeout: options.workflowTaskTimeoutMs ?? LOCAL_LANE_TASK_TIMEOUT_MS,
   };
-}
-
-export interface TrajectoryStatusReport {
-  trajectoryId: string;
-  /** Temporal's view: RUNNING, COMPLETED, FAILED, CANCELLED, … */
-  runStatus: string;
-  /** The workflow's static summary (set at start). */
-  summary: string | null;
-  /** The task queue the trajectory runs on, and whether any worker polls it now. */
-  taskQueue: string;
-  workerPolling: boolean;
-  /** Sub-agents started by this trajectory (search attribute SettleParentTrajectory). */
-  subAgents: { trajectoryId: string; runStatus: string; status: string | null }[];
-  /** settle's view (search attribute SettleTrajectoryStatus). */
-  status: string | null;
-  inDoubt: number;
-  pendingApprovals: number;
-  waitingFor: string | null;
-  calls: CallReport[];
-  /** Why the trajectory's own answer (calls, waitingFor) is missing, in one line; null when it answered or was not asked. */
-  unanswered: string | null;
 }
 
 export class SettleClient {
@@ -216,47 +188,9 @@ export class SettleClient {
     return this.handle(trajectoryId).result();
   }
 
+  /** What `settle status` prints: Temporal's view, settle's search attributes, the calls so far (client/status/report.ts). */
   async status(trajectoryId: string, deadlineMs = STATUS_DEADLINE_MS): Promise<TrajectoryStatusReport> {
-    const bounded = <T>(fn: () => Promise<T>): Promise<T> => this.client.connection.withDeadline(Date.now() + deadlineMs, fn);
-    const handle = this.handle(trajectoryId);
-    // The sub-agents need nothing from the description: asked at the same time, one round trip less.
-    const subAgentsAsked = bounded(() => this.subAgents(trajectoryId));
-    subAgentsAsked.catch(() => {}); // awaited below, unless describing failed first
-    const description = await bounded(() => handle.describe());
-    const sa = description.typedSearchAttributes;
-    const taskQueue = description.taskQueue;
-    let calls: CallReport[] = [];
-    let waitingFor: string | null = null;
-    let unanswered: string | null = null;
-    // A query needs a worker: with none polling, it would hang until its deadline and answer
-    // nothing. Ask the task queue first; the CLI then shows the endpoint records instead.
-    const [workerPolling, subAgents] = await Promise.all([bounded(() => this.workerPolling(taskQueue)), subAgentsAsked]);
-    try {
-      if (description.status.name === 'COMPLETED') {
-        // A closed trajectory answers from its result: no worker needed.
-        calls = (await bounded(() => handle.result())).calls;
-      } else if (workerPolling) {
-        calls = await bounded(() => handle.query(callsQuery));
-        waitingFor = await bounded(() => handle.query(waitingForQuery));
-      }
-    } catch (err) {
-      unanswered = unansweredReason(err, deadlineMs, description.status.name);
-    }
-    const summary = (await description.staticSummary()) ?? null;
-    return {
-      trajectoryId,
-      runStatus: description.status.name,
-      summary,
-      taskQueue,
-      workerPolling,
-      subAgents,
-      status: sa.get(SA_TRAJECTORY_STATUS) ?? null,
-      inDoubt: sa.get(SA_IN_DOUBT_COUNT) ?? 0,
-      pendingApprovals: sa.get(SA_PENDING_APPROVALS) ?? 0,
-      waitingFor,
-      calls,
-      unanswered,
-    };
+    return trajectoryStatusReport(this.statusReads(), trajectoryId, deadlineMs);
   }
 
   /** The keys of a trajectory's calls so far (asks the workflow: needs a worker). */
@@ -265,36 +199,60 @@ export class SettleClient {
     return calls.flatMap((c) => (c.key ? [c.key] : []));
   }
 
-  /**
-   * Whether a worker polls `taskQueue` for workflow tasks now. The server lists a poller for
-   * minutes after it was last seen, so only one seen within a long poll's span counts.
-   */
+  /** Whether a worker polls `taskQueue` for workflow tasks now (one seen within a long poll's span). */
   async workerPolling(taskQueue: string): Promise<boolean> {
-    const response = await this.client.workflowService.describeTaskQueue({
-      namespace: this.client.options.namespace,
-      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    });
-    const now = Date.now();
-    return (response.pollers ?? []).some((p) => {
-      const seconds = Number(p.lastAccessTime?.seconds ?? 0);
-      return now - seconds * 1000 < POLLER_LIVENESS_MS;
-    });
+    return anyPollerLive(await this.statusReads().pollersLastSeen(taskQueue, STATUS_DEADLINE_MS));
   }
 
   /** Trajectories whose parent is `trajectoryId` (sub-agents), from visibility. */
-  async subAgents(trajectoryId: string): Promise<TrajectoryStatusReport['subAgents']> {
-    const found: TrajectoryStatusReport['subAgents'] = [];
-    const query = `${SA_PARENT_TRAJECTORY.name} = ${JSON.stringify(trajectoryId)}`;
-    for await (const w of this.client.workflow.list({ query })) {
-      found.push({
-        trajectoryId: w.workflowId,
-        runStatus: w.status.name,
-        status: w.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null,
-      });
-      if (found.length >= 100) break;
-    }
-    return found.sort((a, b) => a.trajectoryId.localeCompare(b.trajectoryId));
+  async subAgents(trajectoryId: string): Promise<SubAgentStatus[]> {
+    return this.statusReads().subAgents(trajectoryId, STATUS_DEADLINE_MS);
+  }
+
+  /** The status report's reads through Temporal's client. */
+  private statusReads(): TrajectoryReads {
+    const bounded = <T>(deadlineMs: number, fn: () => Promise<T>): Promise<T> =>
+      this.client.connection.withDeadline(Date.now() + deadlineMs, fn);
+    return {
+      describe: async (trajectoryId, deadlineMs) => {
+        const description = await bounded(deadlineMs, () => this.handle(trajectoryId).describe());
+        const sa = description.typedSearchAttributes;
+        return {
+          runStatus: description.status.name,
+          taskQueue: description.taskQueue,
+          summary: (await description.staticSummary()) ?? null,
+          status: sa.get(SA_TRAJECTORY_STATUS) ?? null,
+          inDoubt: sa.get(SA_IN_DOUBT_COUNT) ?? 0,
+          pendingApprovals: sa.get(SA_PENDING_APPROVALS) ?? 0,
+        };
+      },
+      pollersLastSeen: async (taskQueue, deadlineMs) => {
+        const response = await bounded(deadlineMs, () =>
+          this.client.workflowService.describeTaskQueue({
+            namespace: this.client.options.namespace,
+            taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+            taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+          }),
+        );
+        return (response.pollers ?? []).map((p) => Number(p.lastAccessTime?.seconds ?? 0) * 1000);
+      },
+      subAgents: (trajectoryId, deadlineMs) =>
+        bounded(deadlineMs, async () => {
+          const found: SubAgentStatus[] = [];
+          for await (const w of this.client.workflow.list({ query: subAgentsQuery(trajectoryId) })) {
+            found.push({
+              trajectoryId: w.workflowId,
+              runStatus: w.status.name,
+              status: w.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null,
+            });
+            if (found.length >= 100) break;
+          }
+          return found.sort((a, b) => a.trajectoryId.localeCompare(b.trajectoryId));
+        }),
+      query: <T>(trajectoryId: string, queryName: string, deadlineMs: number) =>
+        bounded(deadlineMs, () => this.handle(trajectoryId).query<T>(queryName)),
+      result: (trajectoryId, deadlineMs) => bounded(deadlineMs, () => this.handle(trajectoryId).result()),
+    };
   }
 
   handle(trajectoryId: string): WorkflowHandle<typeof trajectoryWorkflow> {
@@ -308,29 +266,4 @@ export class SettleClient {
  */
 function inputSchemas(): Promise<typeof import('../core/trajectory-input')> {
   return import('../core/trajectory-input');
-}
-
-/**
- * gRPC's DEADLINE_EXCEEDED, on the error or a cause of it (the SDK wraps it: "Failed to query
- * workflow"). CANCELLED counts too: when the deadline passes while the server still waits for a
- * worker to answer a query, the call ends as "1 CANCELLED: Call cancelled" rather than code 4.
- */
-export function deadlineExceeded(err: unknown): boolean {
-  for (let e = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 4 || code === 1) return true;
-  }
-  return false;
-}
-
-/** One line: why a trajectory did not answer `status` (deadline, or the server's reason). */
-function unansweredReason(err: unknown, deadlineMs: number, runStatus: string): string {
-  if (deadlineExceeded(err)) {
-    return runStatus === 'RUNNING'
-      ? `the trajectory did not answer within ${deadlineMs / 1000} s: its worker is probably gone (the server lists a dead worker's poller for about two minutes)`
-      : `Temporal did not return the ${runStatus} trajectory's result within ${deadlineMs / 1000} s`;
-  }
-  let reason = (err as Error).message ?? String(err);
-  for (let e = (err as { cause?: unknown }).cause; e instanceof Error; e = (e as { cause?: unknown }).cause) reason = e.message;
-  return `the trajectory did not answer: ${reason.split('\n')[0]}`;
 }

@@ -5,7 +5,8 @@
  * `recordedTrajectory`'s brackets the edit with a hand-rolled durable record (activities.ts);
  * `plainLocalTrajectory` runs plain's edit as a local activity: the floor of the local lane, and
  * unsafe as an effect (Temporal runs a local activity again when its workflow task fails, and no
- * record says it already happened).
+ * record says it already happened); `recordedLocalTrajectory` runs the recorded edit as a local
+ * activity: what any durable record costs in the local lane.
  * DETERMINISTIC CODE ONLY.
  */
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
@@ -18,7 +19,9 @@ const { plainFileEdit, recordedFileEdit } = proxyActivities<PlainActivities>({
 
 // The bound settle's local lane takes for a file tool (1 s); retried as Temporal retries a plain
 // local activity (settle goes on in the activity lane instead), so a slow edit does not fail the run.
-const { plainFileEdit: plainFileEditLocally } = proxyLocalActivities<PlainActivities>({ startToCloseTimeout: '1 second' });
+const { plainFileEdit: plainFileEditLocally, recordedFileEdit: recordedFileEditLocally } = proxyLocalActivities<PlainActivities>({
+  startToCloseTimeout: '1 second',
+});
 
 type EditInput = { workspace: string; edits: PlainEdit[] };
 
@@ -39,4 +42,8 @@ export function recordedTrajectory(input: EditInput): Promise<string[]> {
 
 export function plainLocalTrajectory(input: EditInput): Promise<string[]> {
   return runEdits(plainFileEditLocally, input);
+}
+
+export function recordedLocalTrajectory(input: EditInput): Promise<string[]> {
+  return runEdits(recordedFileEditLocally, input);
 }
