@@ -121,6 +121,25 @@ export default tseslint.config(
     },
   },
   {
+    // `settle status` starts without Temporal's client or its full protobuf API (a third of the
+    // start-up): its reader and report may name their types, never load them.
+    files: ['client/status/**/*.ts', 'cli/status-action.ts'],
+    rules: {
+      'no-restricted-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: ['@temporalio/client', '@temporalio/proto', '@temporalio/common', '@temporalio/workflow'].map((name) => ({
+            name,
+            allowTypeImports: true,
+            message: 'settle status must not load it (docs/performance.md#settlement-core-capability-cli)',
+          })),
+          patterns: [{ group: ['**/client/index'], allowTypeImports: true, message: 'client/index.ts loads Temporal’s client' }],
+        },
+      ],
+    },
+  },
+  {
     // Tests and benchmarks inspect parsed JSON (CLI output, histories, HTTP bodies) as it comes;
     // product code keeps the no-unsafe-* rules.
     files: ['test/**/*.ts', 'bench/**/*.ts'],

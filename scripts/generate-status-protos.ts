@@ -3,7 +3,7 @@
  * the part of Temporal's API that `settle status` speaks (the five read-only WorkflowService
  * methods it calls, and every message and enum they reach), taken from the installed
  * `@temporalio/proto`. The CLI builds its protobuf codecs from this subset instead of loading all
- * of Temporal's API (docs/performance.md#cli-start-up). test/client/status-protos.test.ts fails
+ * of Temporal's API (docs/performance.md#settlement-core-capability-cli). test/client/status-protos.test.ts fails
  * when the committed file differs from what this writes, so an SDK upgrade regenerates it.
  */
 import fs from 'node:fs';
