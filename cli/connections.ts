@@ -6,7 +6,7 @@
 import type { EndpointStore } from '../activities/store/endpoint-store';
 import type { SettleClient } from '../client/index';
 import type { GrpcTrajectoryReads } from '../client/status/grpc-reads';
-import { loadTemporalTarget, type TargetOverrides } from '../client/connection';
+import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
 import { readDevSettings } from './dev-settings';
 import { UsageError } from './usage-error';
 
@@ -46,25 +46,29 @@ export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, opt
 /** Postgres's SQLSTATE for a missing relation. */
 const UNDEFINED_TABLE = '42P01';
 
-/** The Temporal target the CLI talks to: the configured one, else a running `settle dev`'s; a usage error otherwise. */
-function cliTemporalTarget(): TargetOverrides {
+/**
+ * The Temporal target the CLI talks to: the configured one, else a running `settle dev`'s (as
+ * overrides of it, for `SettleClient.connect`); a usage error otherwise.
+ */
+function cliTemporalTarget(): { target: TemporalTarget; overrides: TargetOverrides } {
   const configured = loadTemporalTarget();
-  if (configured.addressConfigured) return {};
+  if (configured.addressConfigured) return { target: configured, overrides: {} };
   const dev = readDevSettings();
   if (!dev) {
     throw new UsageError(
       'TEMPORAL_ADDRESS: must be set, or a Temporal profile configured (or run `settle dev`, whose settings the CLI then finds)',
     );
   }
-  return {
+  const overrides = {
     address: dev.temporalAddress,
     namespace: process.env.TEMPORAL_NAMESPACE || dev.namespace,
     taskQueue: process.env.TEMPORAL_TASK_QUEUE || dev.taskQueue,
   };
+  return { target: loadTemporalTarget(overrides), overrides };
 }
 
 export async function withClient<T>(fn: (client: SettleClient) => Promise<T>): Promise<T> {
-  const overrides = cliTemporalTarget();
+  const { overrides } = cliTemporalTarget();
   // Temporal's client only for commands that start, update or settle: `settle status` reads without it.
   const { SettleClient } = await import('../client/index');
   const client = await SettleClient.connect(overrides);
@@ -77,7 +81,7 @@ export async function withClient<T>(fn: (client: SettleClient) => Promise<T>): P
 
 /** The status report's reads over the CLI's lean gRPC reader (client/status/grpc-reads.ts): no Temporal client to load. */
 export async function withStatusReads<T>(fn: (reads: GrpcTrajectoryReads) => Promise<T>): Promise<T> {
-  const target = loadTemporalTarget(cliTemporalTarget());
+  const { target } = cliTemporalTarget();
   const { GrpcTrajectoryReads } = await import('../client/status/grpc-reads');
   const reads = new GrpcTrajectoryReads(target);
   try {

@@ -41,6 +41,7 @@ import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-id
 import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../core/tools/lanes';
 import {
   anyPollerLive,
+  bySubAgentId,
   STATUS_DEADLINE_MS,
   subAgentsQuery,
   trajectoryStatusReport,
@@ -206,7 +207,7 @@ export class SettleClient {
 
   /** Trajectories whose parent is `trajectoryId` (sub-agents), from visibility. */
   async subAgents(trajectoryId: string): Promise<SubAgentStatus[]> {
-    return this.statusReads().subAgents(trajectoryId, STATUS_DEADLINE_MS);
+    return bySubAgentId(await this.statusReads().subAgents(trajectoryId, STATUS_DEADLINE_MS));
   }
 
   /** The status report's reads through Temporal's client. */
@@ -247,7 +248,7 @@ export class SettleClient {
             });
             if (found.length >= 100) break;
           }
-          return found.sort((a, b) => a.trajectoryId.localeCompare(b.trajectoryId));
+          return found;
         }),
       query: <T>(trajectoryId: string, queryName: string, deadlineMs: number) =>
         bounded(deadlineMs, () => this.handle(trajectoryId).query<T>(queryName)),

@@ -79,6 +79,11 @@ export function subAgentsQuery(trajectoryId: string): string {
   return `${STATUS_SEARCH_ATTRIBUTES.parent} = ${JSON.stringify(trajectoryId)}`;
 }
 
+/** Sub-agents in the order the report lists them: by trajectory id. */
+export function bySubAgentId(subAgents: SubAgentStatus[]): SubAgentStatus[] {
+  return [...subAgents].sort((a, b) => a.trajectoryId.localeCompare(b.trajectoryId));
+}
+
 /** The server lists a poller for minutes after it was last seen: only one seen within a long poll's span counts. */
 export function anyPollerLive(lastSeen: number[], now = Date.now()): boolean {
   return lastSeen.some((t) => now - t < POLLER_LIVENESS_MS);
@@ -117,7 +122,7 @@ export async function trajectoryStatusReport(
     summary: description.summary,
     taskQueue: description.taskQueue,
     workerPolling,
-    subAgents: [...subAgents].sort((a, b) => a.trajectoryId.localeCompare(b.trajectoryId)),
+    subAgents: bySubAgentId(subAgents),
     status: description.status,
     inDoubt: description.inDoubt,
     pendingApprovals: description.pendingApprovals,
