@@ -60,6 +60,7 @@ export async function benchActivityBody(
       store: new EndpointStore(db),
       identity: `activity-bench@${os.hostname()}:${process.pid}`,
       policy: { workspaceRoot: root, modelEndpoints: [], modelKeyEnvs: [], allowNoCapability: false },
+      runsTrajectories: true,
     });
     const sides = Object.fromEntries(SIDES.map((side) => [side, new EditStream(root, side)])) as Record<Side, EditStream>;
     const run: Record<Side, (i: number) => Promise<void>> = {

@@ -46,7 +46,8 @@ export interface ApprovalRequest {
 
 /** Sends the decision to the waiting trajectory, with a credential minted here; throws what the trajectory refused. */
 export async function approveCall(client: SettleClient, request: ApprovalRequest, signer: OperatorSigner): Promise<void> {
-  const credential = mintCredential(signer, { purpose: 'approve', ...request });
+  // Signed for the call the trajectory shows under this key, and only once that call derives it.
+  const credential = mintCredential(signer, await client.approvalClaim(request));
   await client.approve(request.trajectoryId, credential);
 }
 
@@ -73,6 +74,7 @@ export async function resolveCall(
   const { trajectoryId } = record;
   const credential = mintCredential(authority.signer, {
     purpose: 'settle',
+    namespace: client.namespace,
     trajectoryId,
     key: record.key,
     generation,
@@ -82,7 +84,10 @@ export async function resolveCall(
   const operator = authority.signer.operator;
   const viaUpdate = await settleThroughTrajectory(client, trajectoryId, credential);
   if (viaUpdate.kind === 'settled') return { path: 'update', trajectoryId, state: viaUpdate.state, operator };
-  const outcome = await settleByOperator(store, { ...request, key: record.key, generation, credential }, { keys: authority.keys });
+  const outcome = await settleByOperator(store, { ...request, key: record.key, generation, credential }, {
+    keys: authority.keys,
+    namespace: client.namespace,
+  });
   if (!outcome.settled) return { path: 'none', state: outcome.state, generation: outcome.generation };
   return { path: 'record', trajectoryId, state: outcome.state, generation: outcome.generation, why: viaUpdate.why, operator };
 }

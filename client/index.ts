@@ -19,10 +19,12 @@ import {
   approveCallUpdate,
   callsQuery,
   finishUpdate,
+  pendingApprovalsQuery,
   runTurnUpdate,
   runTurnUpdateId,
   settleCallUpdate,
   type FinishInput,
+  type PendingApproval,
   type ProposedCall,
   type RunTurnResult,
   type SettleCallInput,
@@ -36,7 +38,8 @@ const { temporal } = proto;
 import type { TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 import { InputError } from '../core/errors';
-import type { OperatorCredential } from '../core/operator-credential';
+import type { OperatorClaim, OperatorCredential } from '../core/operator-credential';
+import { approvalClaim, type ApprovalDecision } from '../core/approval-claim';
 import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../core/tools/lanes';
 import {
@@ -155,6 +158,25 @@ export class SettleClient {
 
   async finish(trajectoryId: string, outcome: FinishInput['outcome'], reason: string): Promise<void> {
     await this.handle(trajectoryId).executeUpdate(finishUpdate, { args: [{ outcome, reason }] });
+  }
+
+  /** The Temporal namespace this client works in: an operator credential binds it. */
+  get namespace(): string {
+    return this.client.options.namespace;
+  }
+
+  /** The A3 calls a trajectory waits to approve, with their full arguments, as its workflow describes them (needs a worker). */
+  async pendingApprovals(trajectoryId: string): Promise<PendingApproval[]> {
+    return this.handle(trajectoryId).query(pendingApprovalsQuery);
+  }
+
+  /**
+   * What a credential deciding `decision` must bind: the call the trajectory says waits under that
+   * key — its tool and full arguments (core/approval-claim.ts). Throws InputError (field `key`)
+   * when no call waits under it, or when the call described does not derive the key.
+   */
+  async approvalClaim(decision: Omit<ApprovalDecision, 'namespace'>): Promise<OperatorClaim> {
+    return approvalClaim({ ...decision, namespace: this.namespace }, await this.pendingApprovals(decision.trajectoryId));
   }
 
   /**

@@ -119,6 +119,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       keyRing,
       policy,
       operatorKeys,
+      runsTrajectories: true,
     }),
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }

@@ -62,6 +62,12 @@ export interface SettlePluginOptions {
    * policy's workspace root; calls naming any other workspace are refused.
    */
   workspace?: string;
+  /**
+   * Whether this worker also runs settle's `trajectoryWorkflow`, whose calls name their workspace
+   * inside the policy's root (default false: a call naming a workspace is refused, whatever
+   * workflow schedules it, so no workflow on the queue can reach into a trajectory's workspace).
+   */
+  trajectories?: boolean;
   /** Run the migrations before the worker polls (default true). */
   migrate?: boolean;
   /** The lease sweeper's pace (activities/settled/lease-sweeper.ts). */
@@ -160,6 +166,7 @@ function settleWorkerParts(options: SettlePluginOptions) {
       operatorKeys,
       registry,
       ...(options.workspace ? { workspace: options.workspace } : {}),
+      runsTrajectories: options.trajectories === true,
     }),
     ...aiToolActivities(options.tools ?? []),
     ...aiModelActivities(options.models),

@@ -175,7 +175,9 @@ async function runApproved(ctx: CallContext, report: CallReport, call: Validated
     await call.countRefusal?.();
     return denied(report, decision);
   }
-  const approval = decision ? { approver: decision.approver, reason: decision.reason } : undefined;
+  const approval = decision
+    ? { approver: decision.approver, reason: decision.reason, ...(decision.credential !== undefined ? { credential: decision.credential } : {}) }
+    : undefined;
   return new SettledCall(ctx, report, settledCallOptions(call, approval)).run();
 }
 
@@ -327,8 +329,9 @@ export async function countProposal(
   await recordProposedCall({ trajectoryId: ctx.trajectoryId, turn, callId: call.call_id, tool: String(call.tool), issue });
 }
 
-type Approval = { approver: string; reason: string };
-type Decision = { key: string; approver: string; decision: 'approve' | 'deny'; reason: string };
+/** What the execution carries: the activity verifies the credential and records the approver it proves. */
+type Approval = { approver: string; reason: string; credential?: unknown };
+type Decision = { key: string; approver: string; decision: 'approve' | 'deny'; reason: string; credential?: unknown };
 
 /**
  * A3: a human approves before the effect — unless the effect already happened (a repeat of a
@@ -341,6 +344,16 @@ async function approvalFor(ctx: CallContext, report: CallReport, key: string, ar
   report.resolution = 'awaiting_approval';
   state.awaitingApproval.add(key);
   const since = Date.now();
+  state.pendingApprovals.set(key, {
+    key,
+    turn: report.turn,
+    callId: report.callId,
+    tool: report.tool,
+    args,
+    keyMode: input.keyMode ?? 'sha256',
+    sinceMs: since,
+    deadlineMs: since + timeoutMs,
+  });
   const approve = (deny: boolean) =>
     // The approver is the operator whose key signs (SETTLE_OPERATOR_KEY): no name to fill in.
     `${SETTLE_COMMAND} approve ${shellWord(ctx.trajectoryId)} ${key} \\\n  --reason 'change ticket or why'${deny ? ' --deny' : ''}`;
@@ -372,6 +385,7 @@ async function approvalFor(ctx: CallContext, report: CallReport, key: string, ar
     summary: `approval deadline ${key.slice(0, 8)}… (then denied)`,
   });
   state.awaitingApproval.delete(key);
+  state.pendingApprovals.delete(key);
   const decision: Decision = decided
     ? state.approvals.get(key)!
     : { key, approver: 'settle', decision: 'deny', reason: `no approval within ${timeoutMs} ms (approval timeout)` };

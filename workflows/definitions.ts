@@ -6,10 +6,11 @@ import { defineQuery, defineUpdate } from './define';
 import type { Observation } from '../core/observation';
 import type { RecordStateOrUnseen } from '../core/records';
 import type { SideEffectLevel } from '../core/tools/catalog';
+import type { PendingApproval } from '../core/approval-claim';
 
 import type { ModelDriver, ProposedCall, RunTurnInput, ScriptedTurn, TrajectoryInputSchema } from '../core/trajectory-input';
 import type { z } from 'zod';
-export type { ModelDriver, ProposedCall, RunTurnInput, ScriptedTurn };
+export type { ModelDriver, PendingApproval, ProposedCall, RunTurnInput, ScriptedTurn };
 
 /**
  * What a trajectory accepts: the input contract in core/trajectory-input.ts (one zod schema for
@@ -143,6 +144,8 @@ export interface FinishInput {
 export const callsQuery = defineQuery<CallReport[]>('calls');
 /** What the trajectory is waiting for right now (also its current details in the UI). */
 export const waitingForQuery = defineQuery<string>('waitingFor');
+/** The A3 calls waiting for a decision, with their full arguments. */
+export const pendingApprovalsQuery = defineQuery<PendingApproval[]>('pendingApprovals');
 
 export const UPDATE_DESCRIPTIONS = {
   runTurn: "Runs one turn's calls and answers their observations (idempotent per trajectory and turn).",

@@ -33,12 +33,15 @@ export function approveWithAuthority(state: TrajectoryState, a: ApproveCallInput
 }
 
 async function verifiedApproval(state: TrajectoryState, a: ApproveCallInput): Promise<Decided> {
+  // The call as this workflow waits for it: the credential must approve exactly that call.
+  const pending = typeof a?.key === 'string' ? state.pendingApprovals.get(a.key) : undefined;
   const { approver } = await verifyApproval({
     key: a.key,
     decision: a.decision,
     reason: a.reason,
     approver: a.approver,
     credential: a.credential,
+    ...(pending ? { call: { tool: pending.tool, args: pending.args } } : {}),
   });
   // Another decision, or the approval deadline, may have come while the credential was checked.
   try {
@@ -48,5 +51,5 @@ async function verifiedApproval(state: TrajectoryState, a: ApproveCallInput): Pr
     if (err instanceof InputError) throw ApplicationFailure.create({ message: err.message, nonRetryable: true });
     throw err;
   }
-  return state.approveCall({ key: a.key, approver, decision: a.decision, reason: a.reason });
+  return state.approveCall({ key: a.key, approver, decision: a.decision, reason: a.reason, credential: a.credential });
 }

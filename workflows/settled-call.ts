@@ -100,8 +100,8 @@ export interface SettledCallOptions {
   args: Record<string, unknown>;
   /** The call on the timeline: tool, target, key. */
   summary: string;
-  /** For an A3 call: who approved it, recorded on the claim. */
-  approval?: { approver: string; reason: string };
+  /** For an A3 call: the approval and its operator credential, which the activity verifies. */
+  approval?: { approver: string; reason: string; credential?: unknown };
   /** The activity counts the proposal; idempotent across attempts. */
   countProposal?: boolean;
   /** Whether a probe can settle it: a team tool's, from the worker's registry; absent: the catalog's. */
@@ -125,7 +125,7 @@ export class SettledCall {
   private readonly key: string;
   private readonly args: Record<string, unknown>;
   private readonly summary: string;
-  private readonly approval: { approver: string; reason: string } | undefined;
+  private readonly approval: SettledCallOptions['approval'];
   private readonly countProposal: boolean;
   private readonly probes: boolean | undefined;
   /** The lane of the next attempt: the tool's, until an attempt outlives the local bound. */

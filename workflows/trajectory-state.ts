@@ -11,7 +11,7 @@ import { fitObservation, REPORT_OBSERVATION_CHARS } from '../core/history-budget
 import type { RecordStateOrUnseen } from '../core/records';
 import { RunTurnInputSchema } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
-import type { ApproveCallInput, CallReport, CarriedState, FinishInput, RunTurnInput, SettleCallInput } from './definitions';
+import type { ApproveCallInput, CallReport, CarriedState, FinishInput, PendingApproval, RunTurnInput, SettleCallInput } from './definitions';
 import { Patches } from './patches';
 import type { LaneChoice } from '../core/tools/lanes';
 import {
@@ -37,6 +37,8 @@ export class TrajectoryState {
   /** A3 calls waiting for an approver, and the decisions received. */
   readonly approvals = new Map<string, ApproveCallInput>();
   readonly awaitingApproval = new Set<string>();
+  /** The calls behind awaitingApproval's keys, as the pendingApprovals query and verifyApproval see them. */
+  readonly pendingApprovals = new Map<string, PendingApproval>();
   /** Set by the finish update; the orchestrator driver ends when it is set and no turn runs. */
   finishRequest: FinishInput | null = null;
   waitingFor = 'starting';

@@ -40,6 +40,7 @@ import { applyOperatorVerdict } from './settled-call';
 import {
   approveCallUpdate,
   callsQuery,
+  pendingApprovalsQuery,
   finishUpdate,
   runTurnUpdate,
   settleCallUpdate,
@@ -171,6 +172,11 @@ function installHandlers(ctx: CallContext): void {
   });
   setHandler(waitingForQuery, () => state.waitingFor, {
     description: 'What the trajectory waits for now (its current details): a one-line summary, then the exact command that unblocks it.',
+  });
+  setHandler(pendingApprovalsQuery, () => [...state.pendingApprovals.values()], {
+    description:
+      'The A3 calls waiting for a decision, with their full arguments: key, turn, callId, tool, args, keyMode, sinceMs, ' +
+      'deadlineMs. An approval credential binds the tool and arguments shown (settle approve).',
   });
   setHandler(settleCallUpdate, (s) => applyOperatorVerdict(state, s), {
     validator: (s: SettleCallInput) => state.validateSettleCall(s),

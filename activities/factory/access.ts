@@ -35,7 +35,7 @@ export interface AccessCheck {
  * a tool that declares no access.
  */
 export async function checkAccess(
-  { registry, policy, keyRing, budgets, ownWorkspace }: ActivityContext,
+  { registry, policy, keyRing, budgets, ownWorkspace, runsTrajectories }: ActivityContext,
   capability: unknown,
   { tool, args, workspace, key, audience }: AccessCheck,
 ): Promise<{ denied: Denial | null; network: boolean; egress?: string[] }> {
@@ -44,6 +44,19 @@ export async function checkAccess(
   if (ownWorkspace && workspace !== ownWorkspace) {
     return {
       denied: { component: POLICY, reason: `this worker runs calls in its operator's workspace ${ownWorkspace} only (got ${workspace})` },
+      network: false,
+    };
+  }
+  // Only a trajectory names its workspace, and only on a worker that runs trajectories: any workflow
+  // can schedule this activity, and naming a trajectory's workspace must not reach into it.
+  if (!ownWorkspace && !runsTrajectories && workspace !== '') {
+    return {
+      denied: {
+        component: POLICY,
+        reason:
+          `this worker runs no trajectories, so no call may name a workspace (got ${workspace}); ` +
+          "a team workflow's calls run in none, or in the one its operator gives SettlePlugin({ workspace })",
+      },
       network: false,
     };
   }

@@ -31,6 +31,12 @@ export interface ActivityDeps {
    * built-ins run there. Never from a workflow or a call: a call naming any other workspace is refused.
    */
   workspace?: string;
+  /**
+   * Whether this worker runs settle's trajectories, whose calls name their own workspace inside the
+   * policy's root (settle's worker). A plugin worker that does not serves no call naming a workspace:
+   * a team workflow's calls have none, or run in the operator's `workspace` above.
+   */
+  runsTrajectories?: boolean;
 }
 
 export interface ActivityContext {
@@ -44,6 +50,7 @@ export interface ActivityContext {
   budgets: BudgetStore;
   /** The operator's workspace for this worker's calls, when it has one (ActivityDeps.workspace). */
   ownWorkspace: string | undefined;
+  runsTrajectories: boolean;
   /** Where a call runs: a trajectory's workspace; a team workflow's call (''), this worker's own when its operator named one. */
   workspaceFor(requested: string): string;
 }
@@ -56,9 +63,11 @@ export function activityContext({
   operatorKeys = null,
   registry = new ToolRegistry([], policy.lanes ? { lanes: policy.lanes } : {}),
   workspace: ownWorkspace,
+  runsTrajectories = false,
 }: ActivityDeps): ActivityContext {
   return {
     ownWorkspace,
+    runsTrajectories,
     workspaceFor: (requested) => (requested === '' && ownWorkspace ? ownWorkspace : requested),
     store,
     identity,

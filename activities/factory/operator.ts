@@ -1,5 +1,7 @@
 /** An operator's authority over a trajectory's calls: verdicts on calls in doubt, approvals of A3 calls. */
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { callDigest } from '../../core/operator-credential';
 import { FAILURE } from '../../core/failures';
 import { InputError } from '../../core/errors';
 import type { RecordState } from '../../core/records';
@@ -15,6 +17,8 @@ export interface ApprovalRequest {
   reason: string;
   approver: string;
   credential: unknown;
+  /** The call the workflow waits to approve (absent: it waits for no such call, and the credential is refused). */
+  call?: { tool: string; args: Record<string, unknown> };
 }
 
 export function operatorActivities({ store, operatorKeys }: ActivityContext) {
@@ -25,7 +29,8 @@ export function operatorActivities({ store, operatorKeys }: ActivityContext) {
      */
     async settleByOperator(input: OperatorSettlement): Promise<{ state: RecordState; generation: number }> {
       const trajectoryId = trajectoryIdOf('settleByOperator');
-      const outcome = await settleByOperator(store, input, { keys: operatorKeys, trajectoryId }).catch(refusedAuthority);
+      const namespace = Context.current().info.namespace;
+      const outcome = await settleByOperator(store, input, { keys: operatorKeys, trajectoryId, namespace }).catch(refusedAuthority);
       if (outcome.state === 'UNSEEN') throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
       return { state: outcome.state, generation: outcome.generation };
     },
@@ -37,9 +42,21 @@ export function operatorActivities({ store, operatorKeys }: ActivityContext) {
      */
     async verifyApproval(input: ApprovalRequest): Promise<{ approver: string }> {
       const trajectoryId = trajectoryIdOf('verifyApproval');
+      if (!input.call) {
+        refusedAuthority(new InputError('key', `name a call this trajectory waits to approve (${String(input.key).slice(0, 16)}… is not one)`));
+      }
       const check = verifyCredential(
         input.credential,
-        { purpose: 'approve', trajectoryId, key: input.key, decision: input.decision, reason: input.reason },
+        {
+          purpose: 'approve',
+          namespace: Context.current().info.namespace,
+          trajectoryId,
+          key: input.key,
+          decision: input.decision,
+          reason: input.reason,
+          tool: input.call.tool,
+          call: callDigest(input.call.tool, input.call.args),
+        },
         operatorKeys,
       );
       if (!check.ok) refusedAuthority(new InputError('credential', check.rule));

@@ -10,6 +10,8 @@ import type { RecordState } from '../../core/records';
 import { failpoint } from '../failpoints';
 import { probeRecord, runSettled } from '../settled/run-settled';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from '../settled/watch-record';
+import type { Observation } from '../../core/observation';
+import { approvalForExecution, type ExecutingCall, type ExecutionApproval } from '../operator/execution-approval';
 import { checkAccess, denied } from './access';
 import { checkedCall } from './checked-call';
 import { trajectoryIdOf, type ActivityContext } from './context';
@@ -26,8 +28,11 @@ export interface ToolCallInput {
   leaseMs: number;
   /** Ignored: the network comes only from the capability's `connect` right (kept for recorded histories). */
   network?: boolean;
-  /** For A3 calls: the approval, recorded on the claim event. */
-  approval?: { approver: string; reason: string };
+  /**
+   * For A3 calls: the approval, as the workflow took it. Only its operator credential counts: the
+   * activity verifies it against the call it executes and records the approver it proves.
+   */
+  approval?: { approver: string; reason: string; credential?: unknown };
   /** The trajectory's signed capability; checked here at every access. */
   capability?: unknown;
   /** How the key was derived (keyed mode uses the worker's SETTLE_KEY_SECRET). */
@@ -81,6 +86,22 @@ export function settledCallActivities(ctx: ActivityContext) {
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
+      const approval = approvalOf(ctx, input, { namespace: activity.info.namespace, trajectoryId, key, tool: input.tool, args });
+      if (approval?.ok === false) {
+        await countAlone();
+        // A call that already completed replays its result: that needs no approval, as it does nothing.
+        const record = await store.get(key);
+        if (record?.state === 'COMPLETED') {
+          return boundOutcome({ kind: 'completed', result: record.result as Observation, replayed: true, generation: record.generation });
+        }
+        const refusal = denied(
+          { trajectoryId, turn: input.turn, callId: input.callId, key, generation: record?.generation ?? null, tool: input.tool },
+          { component: 'approval', reason: `the approval's credential must ${approval.rule}` },
+        );
+        return record
+          ? { ...refusal, record: { state: record.state, generation: record.generation, settledBy: record.settledBy } }
+          : refusal;
+      }
       const workspace = ctx.workspaceFor(input.workspace);
       const access = await checkAccess(ctx, input.capability, { tool: input.tool, args, workspace, key, audience: trajectoryId });
       if (access.denied) {
@@ -117,7 +138,8 @@ export function settledCallActivities(ctx: ActivityContext) {
           onDatabaseRetry: (what, err) => {
             activity.log.warn(`database unreachable; retrying "${what}" for key ${key}`, { error: err.message });
           },
-          ...(input.approval ? { claimDetail: { approval: input.approval } } : {}),
+          // The approver the credential proves, never the name the workflow sent.
+          ...(approval?.ok ? { claimDetail: { approval: { approver: approval.approver, reason: approval.reason } } } : {}),
           ...(input.countProposal ? { countProposal: true } : {}),
           retried: activity.info.attempt > 1,
         },
@@ -160,6 +182,10 @@ export function settledCallActivities(ctx: ActivityContext) {
         const detail = `this worker probes in its operator's workspace ${ctx.ownWorkspace} only (got ${workspace})`;
         return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
       }
+      if (!ctx.ownWorkspace && !ctx.runsTrajectories && workspace !== '') {
+        const detail = `this worker runs no trajectories and probes in no workspace a workflow names (got ${workspace})`;
+        return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
+      }
       const { tool, args } = settledCall(record.tool, record.args);
       const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace });
       const final = verdict.verdict === 'unknown' && verdict.final === true;
@@ -193,4 +219,17 @@ export function settledCallActivities(ctx: ActivityContext) {
       });
     },
   };
+}
+
+/**
+ * The approval an attempt executes under: null when the call needs none (its level on this worker
+ * is below A3 and the workflow claims no approval); else the verified credential, or why it does
+ * not count. The level is the worker's registry's (the operator's levels included), never the
+ * workflow's; an approval a workflow claims for a lower-level call is verified all the same, so
+ * no claim event names an approver a credential does not prove.
+ */
+function approvalOf(ctx: ActivityContext, input: ToolCallInput, call: ExecutingCall): ExecutionApproval | null {
+  const level = ctx.registry.get(input.tool)?.level;
+  if (level !== 'A3' && input.approval === undefined) return null;
+  return approvalForExecution(input.approval?.credential, call, ctx.operatorKeys);
 }

@@ -28,7 +28,13 @@ export type CredentialCheck = { ok: true; body: CredentialBody } | { ok: false; 
  * not verify, or any bound field, purpose or time that does not fit is refused with its reason
  * (the rule the credential broke).
  */
-export function verifyCredential(raw: unknown, expected: OperatorClaim, keys: OperatorKeys | null, nowMs = Date.now()): CredentialCheck {
+export function verifyCredential(
+  raw: unknown,
+  expected: OperatorClaim,
+  keys: OperatorKeys | null,
+  nowMs = Date.now(),
+  at: 'decision' | 'execution' = 'decision',
+): CredentialCheck {
   if (!keys) return refuse(`be verifiable: this worker holds no operator keys (${OPERATOR_KEYS_VARIABLE} is unset)`);
   const parsed = OperatorCredential().safeParse(raw);
   if (!parsed.success) {
@@ -44,7 +50,7 @@ export function verifyCredential(raw: unknown, expected: OperatorClaim, keys: Op
   if (!crypto.verify(null, Buffer.from(signingText(body), 'utf8'), key, Buffer.from(sig, 'base64url'))) {
     return refuse(`carry ${body.operator}'s signature over its body (the signature does not match)`);
   }
-  const mismatch = claimMismatch(body, expected, nowMs);
+  const mismatch = claimMismatch(body, expected, nowMs, at);
   return mismatch ? refuse(mismatch) : { ok: true, body };
 }
 

@@ -42,6 +42,8 @@ export interface OperatorAuthority {
   keys: OperatorKeys | null;
   /** The trajectory asking (the settleCall update's workflow): the record must be one of its calls. */
   trajectoryId?: string;
+  /** The Temporal namespace the verdict is for: the asking workflow's, or the operator's connection's. */
+  namespace: string;
   nowMs?: number;
 }
 
@@ -64,7 +66,7 @@ export async function settleByOperator(
   const generation = input.generation ?? record.generation;
   const proven = requireCredential(
     input.credential,
-    { purpose: 'settle', trajectoryId: record.trajectoryId, key: record.key, generation, verdict: input.verdict, reason: input.reason },
+    { purpose: 'settle', namespace: authority.namespace, trajectoryId: record.trajectoryId, key: record.key, generation, verdict: input.verdict, reason: input.reason },
     authority.keys,
     authority.nowMs,
   );

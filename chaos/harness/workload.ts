@@ -293,13 +293,10 @@ export async function approveWhileRunning(
         calls
           .filter((c) => c.resolution === 'awaiting_approval' && c.key && !approved.has(c.key))
           .map(async (c) => {
-            const credential = mintCredential(approver, {
-              purpose: 'approve',
-              trajectoryId: id,
-              key: c.key!,
-              decision: 'approve',
-              reason: 'chaos workload',
-            });
+            const claim = await bounded(() =>
+              settle.approvalClaim({ trajectoryId: id, key: c.key!, decision: 'approve', reason: 'chaos workload' }),
+            );
+            const credential = mintCredential(approver, claim);
             await bounded(() => settle.approve(id, credential));
             approved.add(c.key!);
           }),

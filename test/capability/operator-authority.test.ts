@@ -14,6 +14,7 @@ import { SettleClient } from '../../client/index';
 import { SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 import type { TrajectoryResult } from '../../workflows/definitions';
 import { mintCredential } from '../../activities/operator/operator-credentials';
+import { callDigest } from '../../core/operator-credential';
 import { runSettle } from '../support/cli';
 import { historyOf } from '../support/history';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
@@ -75,7 +76,7 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
 
       // A credential signed with a key the orchestrator made itself.
       const forged = mintCredential(stranger('alice').signer, {
-        purpose: 'settle',
+        purpose: 'settle', namespace: 'default',
         trajectoryId,
         key,
         generation: 1,
@@ -87,7 +88,7 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       );
 
       // The operator's own credentials, but not for this verdict: another generation, another call, expired.
-      const claim = { purpose: 'settle', trajectoryId, key, generation: 1, verdict: 'not_applied', reason: 'checked' } as const;
+      const claim = { purpose: 'settle', namespace: 'default', trajectoryId, key, generation: 1, verdict: 'not_applied', reason: 'checked' } as const;
       const own = new SettleClient(client, call.taskQueue);
       const update = (credential: unknown) =>
         handle.executeUpdate('settleCall', {
@@ -139,9 +140,9 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       const { settleByOperator } = await import('../../activities/settled/operator-settlement');
       const request = { key, verdict: 'not_applied', reason: 'checked', generation: 1 } as const;
       const { keys } = onCall();
-      await expect(settleByOperator(store, request, { keys })).rejects.toThrow(/credential must be an operator credential/);
-      const forged = mintCredential(stranger(TEST_OPERATOR).signer, { purpose: 'settle', trajectoryId, ...request });
-      await expect(settleByOperator(store, { ...request, credential: forged }, { keys })).rejects.toThrow(
+      await expect(settleByOperator(store, request, { keys, namespace: 'default' })).rejects.toThrow(/credential must be an operator credential/);
+      const forged = mintCredential(stranger(TEST_OPERATOR).signer, { purpose: 'settle', namespace: 'default', trajectoryId, ...request });
+      await expect(settleByOperator(store, { ...request, credential: forged }, { keys, namespace: 'default' })).rejects.toThrow(
         /credential must carry oncall's signature/,
       );
       expect(await store.get(key)).toMatchObject({ state: 'IN_DOUBT', generation: 1 });
@@ -178,16 +179,12 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
       handle.executeUpdate('approveCall', { args: [{ key, approver: 'alice (change manager)', decision: 'approve', reason: 'CHG-1' }] }),
     );
     expect(raw).toMatch(/credential must be an operator credential/);
-    const forged = mintCredential(stranger('alice').signer, {
-      purpose: 'approve',
-      trajectoryId: id,
-      key,
-      decision: 'approve',
-      reason: 'CHG-1',
-    });
+    const claim = await own.approvalClaim({ trajectoryId: id, key, decision: 'approve', reason: 'CHG-1' });
+    const forged = mintCredential(stranger('alice').signer, claim);
     expect(await refusal(own.approve(id, forged))).toMatch(/"alice" is not in SETTLE_OPERATOR_KEYS/);
-    // The operator's credentials for something else: a denial sent as an approval, another trajectory, expired.
-    const denial = approval(id, key, 'deny', 'CHG-1');
+    // The operator's credentials for something else: a denial sent as an approval, another
+    // trajectory, another namespace, another call than the one waiting, expired.
+    const denial = await approval(own, id, key, 'deny', 'CHG-1');
     expect(
       await refusal(
         handle.executeUpdate('approveCall', {
@@ -195,12 +192,21 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
         }),
       ),
     ).toMatch(/credential must be for this decision/);
-    expect(await refusal(own.approve(id, approval('another-trajectory', key, 'approve', 'CHG-1')))).toMatch(
+    expect(await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { trajectoryId: 'another-trajectory' })))).toMatch(
       /credential must be for this trajectoryId/,
     );
-    const expired = signed({ purpose: 'approve', trajectoryId: id, key, decision: 'approve', reason: 'CHG-1' }, Date.now() - 20 * 60_000);
+    expect(await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { namespace: 'staging' })))).toMatch(
+      /credential must be for this namespace/,
+    );
+    expect(await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { tool: 'file_view' })))).toMatch(
+      /credential must be for this tool/,
+    );
+    expect(
+      await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { call: callDigest('bash_execute', { command: 'true' }) }))),
+    ).toMatch(/credential must be for this call/);
+    const expired = signed(claim, Date.now() - 20 * 60_000);
     expect(await refusal(own.approve(id, expired))).toMatch(/credential must be unexpired/);
-    const verdict = signed({ purpose: 'settle', trajectoryId: id, key, generation: 1, verdict: 'applied', reason: 'CHG-1' });
+    const verdict = signed({ purpose: 'settle', namespace: 'default', trajectoryId: id, key, generation: 1, verdict: 'applied', reason: 'CHG-1' });
     expect(
       await refusal(
         handle.executeUpdate('approveCall', {
@@ -228,7 +234,7 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
 
   it('a worker without operator keys refuses every approval, even a valid one (fail closed)', async () => {
     const { client: own, id, ws, key } = await waitingA3(keyless);
-    expect(await refusal(own.approve(id, approval(id, key, 'approve', 'CHG-2')))).toMatch(
+    expect(await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-2')))).toMatch(
       /credential must be verifiable: this worker holds no operator keys \(SETTLE_OPERATOR_KEYS is unset\)/,
     );
     expect((await own.status(id)).status).toBe('waiting_approval');

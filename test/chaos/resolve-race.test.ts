@@ -81,8 +81,8 @@ describe('settle resolve racing the wait for an operator', { timeout: 240_000 },
       // the CLI, the refused update would first wait for the stopped worker's workflow task to time
       // out, long enough for the probe to time out and be retried, which would hide the race.)
       const claim = { key: record.key, verdict: 'applied' as const, reason: 'deploy.log has the line', generation: record.generation };
-      const credential = signed({ purpose: 'settle', trajectoryId, ...claim });
-      const settled = await settleByOperator(store, { ...claim, credential }, { keys: onCall().keys });
+      const credential = signed({ purpose: 'settle', namespace: 'default', trajectoryId, ...claim });
+      const settled = await settleByOperator(store, { ...claim, credential }, { keys: onCall().keys, namespace: 'default' });
       expect(settled).toEqual({ settled: true, state: 'COMPLETED', generation: record.generation });
       prober.signal('SIGCONT');
 

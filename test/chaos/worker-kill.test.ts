@@ -159,7 +159,7 @@ describe('worker killed mid-effect', () => {
         // The operator's verdict, with the credential their key signs (settle resolve mints the same).
         const reason = 'deploy log shows replicas=2 was applied before the manual change';
         const claim = { key, verdict: 'applied', reason, generation: 1 } as const;
-        const credential = signed({ purpose: 'settle', trajectoryId: handle.workflowId, ...claim });
+        const credential = signed({ purpose: 'settle', namespace: 'default', trajectoryId: handle.workflowId, ...claim });
         const settled = await handle.executeUpdate(settleCallUpdate, { args: [{ ...claim, operator: TEST_OPERATOR, credential }] });
         expect(settled).toEqual({ state: 'COMPLETED' });
       },
@@ -299,7 +299,7 @@ describe('shell command killed mid-call (run markers, docs/design.md#shell-run-m
           if ((await handle.describe()).status.name !== 'RUNNING') return;
           expect(await currentDetails(handle)).toMatch(/started/);
           const claim = { key, verdict: 'applied', reason: 'deploy log shows one start', generation: 1 } as const;
-          const credential = signed({ purpose: 'settle', trajectoryId: handle.workflowId, ...claim });
+          const credential = signed({ purpose: 'settle', namespace: 'default', trajectoryId: handle.workflowId, ...claim });
           await handle.executeUpdate(settleCallUpdate, { args: [{ ...claim, operator: TEST_OPERATOR, credential }] });
         },
       });

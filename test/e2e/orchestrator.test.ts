@@ -10,7 +10,7 @@ import { SettleClient } from '../../client/index';
 import { deriveKey } from '../../core/key';
 import type { ProposedCall, TrajectoryResult } from '../../workflows/definitions';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
-import { approval, TEST_OPERATOR } from '../support/operator';
+import { approval, signed, TEST_OPERATOR } from '../support/operator';
 
 let worker: RunningWorker;
 let settle: SettleClient;
@@ -95,7 +95,7 @@ describe('orchestrator-driven trajectory', () => {
     const key = pending.calls[0]!.key!;
     expect(pending.calls[0]).toMatchObject({ level: 'A3', resolution: 'awaiting_approval' });
     expect(pending.waitingFor).toContain(`settle approve ${id} ${key}`);
-    await settle.approve(id, approval(id, key, 'approve', 'change ticket CHG-42'));
+    await settle.approve(id, await approval(settle, id, key, 'approve', 'change ticket CHG-42'));
     expect((await approved).calls[0]).toMatchObject({ resolution: 'executed', approval: { approver: TEST_OPERATOR, decision: 'approve' } });
     expect(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('approved\n');
     const claim = (await store.events(key))[0]!;
@@ -105,7 +105,7 @@ describe('orchestrator-driven trajectory', () => {
     const deniedKey = await waitFor(
       async () => (await settle.status(id)).calls.find((c) => c.callId === 'no' && c.resolution === 'awaiting_approval')?.key,
     );
-    await settle.approve(id, approval(id, deniedKey, 'deny', 'not during the freeze'));
+    await settle.approve(id, await approval(settle, id, deniedKey, 'deny', 'not during the freeze'));
     expect((await denied).calls[0]).toMatchObject({
       resolution: 'denied',
       observation: { error: `denied by ${TEST_OPERATOR}: not during the freeze` },
@@ -118,9 +118,11 @@ describe('orchestrator-driven trajectory', () => {
     expect(fs.existsSync(path.join(ws, 't.txt'))).toBe(false);
     expect(await store.get(deniedKey)).toBeUndefined(); // a denied call never touches a record
 
-    // Approving a call that is not waiting is refused by the validator.
-    await expect(settle.approve(id, approval(id, key, 'approve', 'again'))).rejects.toMatchObject({
-      cause: { message: expect.stringMatching(/key must name a call .* waiting for approval/) },
+    // Approving a call that is not waiting: nothing to sign for, and a credential made anyway is refused by the validator.
+    await expect(approval(settle, id, key, 'approve', 'again')).rejects.toThrow(/key must name a call that trajectory .* waits to approve/);
+    const made = signed({ purpose: 'approve', namespace: 'default', trajectoryId: id, key, decision: 'approve', reason: 'again', tool: 'bash_execute', call: 'c'.repeat(64) });
+    await expect(settle.approve(id, made)).rejects.toMatchObject({
+      cause: { message: expect.stringMatching(/name a call still waiting for approval|key must name a call .* waiting for approval/) },
     });
     await settle.finish(id, 'completed', 'done');
     await settle.result(id);

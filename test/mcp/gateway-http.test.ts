@@ -117,7 +117,7 @@ it('forwards A0 reads, settles writes and holds A3 calls for settle approve over
       const refused = await pending('delete-alice-1');
       await new Promise((r) => setTimeout(r, 500));
       expect(fs.readFileSync(memory, 'utf8')).toContain('"alice"'); // nothing runs before the decision
-      await settle.approve(refused.trajectory, approval(refused.trajectory, refused.key, 'deny', 'not today'));
+      await settle.approve(refused.trajectory, await approval(settle, refused.trajectory, refused.key, 'deny', 'not today'));
       const denied = await refused.answer;
       expect(denied.isError).toBe(true);
       expect(textOf(denied)).toContain(`denied by ${TEST_OPERATOR}: not today`);
@@ -125,7 +125,7 @@ it('forwards A0 reads, settles writes and holds A3 calls for settle approve over
       expect(fs.readFileSync(memory, 'utf8')).toContain('"alice"');
 
       const allowed = await pending('delete-alice-2');
-      await settle.approve(allowed.trajectory, approval(allowed.trajectory, allowed.key, 'approve', 'CHG-1'));
+      await settle.approve(allowed.trajectory, await approval(settle, allowed.trajectory, allowed.key, 'approve', 'CHG-1'));
       const deleted = await allowed.answer;
       expect(deleted.isError, textOf(deleted)).toBeFalsy();
       expect(deleted._meta).toMatchObject({ 'io.settle/key': allowed.key, 'io.settle/resolution': 'executed' });

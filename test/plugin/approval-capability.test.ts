@@ -108,10 +108,10 @@ describe('an A3 call settled from a team workflow', () => {
     expect(await handle.query(waitingForQuery)).toContain(`settle approve ${workflowId} ${key}`);
     expect(fs.existsSync(file)).toBe(false); // nothing runs before the approval
     expect(await settle.callKeys(workflowId)).toEqual([key]); // what `settle approve` resolves a key prefix against
-    await settle.approve(workflowId, approval(workflowId, key, 'approve', 'change ticket CHG-7'));
+    await settle.approve(workflowId, await approval(settle, workflowId, key, 'approve', 'change ticket CHG-7'));
 
     const second = await awaitingApproval(handle, 'no');
-    await settle.approve(workflowId, approval(workflowId, second.key!, 'deny', 'not during the freeze'));
+    await settle.approve(workflowId, await approval(settle, workflowId, second.key!, 'deny', 'not during the freeze'));
 
     const [approved, denied] = await handle.result();
     expect(approved).toMatchObject({
@@ -153,7 +153,7 @@ describe('an A3 call settled from a team workflow', () => {
     const { key } = await awaitingApproval(handle, 'x');
     const settle = new SettleClient(client, approvalQueue);
     // Signed for another workflow: the worker's check of the credential refuses it.
-    await expect(settle.approve(workflowId, approval('some-other-workflow', key!, 'approve', 'x'))).rejects.toThrow();
+    await expect(settle.approve(workflowId, await approval(settle, workflowId, key!, 'approve', 'x', { trajectoryId: 'some-other-workflow' }))).rejects.toThrow();
     expect((await handle.query(callsQuery))[0]).toMatchObject({ resolution: 'awaiting_approval' });
     await handle.terminate('test done');
   });

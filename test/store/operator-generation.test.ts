@@ -46,7 +46,7 @@ describe('operator verdicts are fenced by the generation the operator examined',
     const examined = (await store.get(call.key))!;
     expect(examined).toMatchObject({ state: 'IN_DOUBT', generation: 1 });
     const claim = { key: call.key, verdict: 'not_applied' as const, reason: 'no trace', generation: examined.generation };
-    const verdict = { ...claim, credential: signed({ purpose: 'settle', trajectoryId: call.trajectoryId, ...claim }) };
+    const verdict = { ...claim, credential: signed({ purpose: 'settle', namespace: 'default', trajectoryId: call.trajectoryId, ...claim }) };
 
     // Meanwhile a probe settles generation 1 NOT_EXECUTED, and the call runs again as generation 2:
     // its effect happens, then an exception leaves it IN_DOUBT.
@@ -57,7 +57,7 @@ describe('operator verdicts are fenced by the generation the operator examined',
     expect((await store.markInDoubt(call.key, 2, 'exception after the effect', 'worker:C')).ok).toBe(true);
 
     // The operator's verdict about generation 1 arrives now.
-    const outcome = await settleByOperator(store, verdict, { keys: onCall().keys });
+    const outcome = await settleByOperator(store, verdict, { keys: onCall().keys, namespace: 'default' });
     expect(outcome).toEqual({ settled: false, state: 'IN_DOUBT', generation: 2 });
     const record = (await store.get(call.key))!;
     // Not NOT_EXECUTED: that would let the call run a second time although its effect happened.
@@ -72,8 +72,8 @@ describe('operator verdicts are fenced by the generation the operator examined',
     await store.claim(call, { leaseMs: 30_000, holder: 'A', intent: { command: 'deploy --once' } });
     await store.markInDoubt(call.key, 1, 'exception', 'worker:A');
     const claim = { key: call.key, verdict: 'applied' as const, reason: 'log shows it', generation: 1 };
-    const credential = signed({ purpose: 'settle', trajectoryId: call.trajectoryId, ...claim });
-    const outcome = await settleByOperator(store, { ...claim, credential }, { keys: onCall().keys });
+    const credential = signed({ purpose: 'settle', namespace: 'default', trajectoryId: call.trajectoryId, ...claim });
+    const outcome = await settleByOperator(store, { ...claim, credential }, { keys: onCall().keys, namespace: 'default' });
     expect(outcome).toEqual({ settled: true, state: 'COMPLETED', generation: 1 });
     expect(await store.get(call.key)).toMatchObject({ state: 'COMPLETED', settledBy: `operator:${TEST_OPERATOR}` });
   });

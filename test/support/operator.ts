@@ -6,6 +6,7 @@ import { mintCredential } from '../../activities/operator/operator-credentials';
 import { generateOperatorKey, loadOperatorKeys, loadOperatorSigner, operatorKeysFromEnv } from '../../activities/operator/operator-keys';
 import type { OperatorClaim, OperatorCredential } from '../../core/operator-credential';
 import { TEST_OPERATOR } from './operator-name';
+import type { SettleClient } from '../../client/index';
 
 export { TEST_OPERATOR };
 
@@ -20,8 +21,21 @@ export function signed(claim: OperatorClaim, nowMs = Date.now()): OperatorCreden
   return mintCredential(onCall().signer, claim, nowMs);
 }
 
-export function approval(trajectoryId: string, key: string, decision: 'approve' | 'deny', reason: string): OperatorCredential {
-  return signed({ purpose: 'approve', trajectoryId, key, decision, reason });
+/**
+ * The on-call operator's credential deciding the A3 call `key` that `trajectoryId` waits on, bound
+ * to the call it shows (as `settle approve` signs it); `alter` changes the claim after that, to
+ * make a credential for something else.
+ */
+export async function approval(
+  settle: SettleClient,
+  trajectoryId: string,
+  key: string,
+  decision: 'approve' | 'deny',
+  reason: string,
+  alter: Partial<Extract<OperatorClaim, { purpose: 'approve' }>> = {},
+): Promise<OperatorCredential> {
+  const claim = await settle.approvalClaim({ trajectoryId, key, decision, reason });
+  return signed({ ...claim, ...alter } as OperatorClaim);
 }
 
 /** Someone with a well-formed key no worker holds (an orchestrator's self-made one). */
