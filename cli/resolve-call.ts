@@ -13,6 +13,7 @@ import { mintCredential } from '../activities/operator/operator-credentials';
 import type { OperatorKeys, OperatorSigner } from '../activities/operator/operator-keys';
 import type { OperatorCredential, OperatorVerdict } from '../core/operator-credential';
 import type { SettleClient } from '../client/index';
+import { approvalClaim } from '../core/approval-claim';
 
 export type CallResolution =
   /** The waiting trajectory took the verdict. */
@@ -44,11 +45,21 @@ export interface ApprovalRequest {
   reason: string;
 }
 
-/** Sends the decision to the waiting trajectory, with a credential minted here; throws what the trajectory refused. */
-export async function approveCall(client: SettleClient, request: ApprovalRequest, signer: OperatorSigner): Promise<void> {
-  // Signed for the call the trajectory shows under this key, and only once that call derives it.
-  const credential = mintCredential(signer, await client.approvalClaim(request));
-  await client.approve(request.trajectoryId, credential);
+/**
+ * Sends the decision to the waiting trajectory, with a credential minted here for the call the
+ * trajectory shows under this key (and only once that call derives it); returns that call, tool
+ * and full arguments, as signed. Throws what the trajectory refused.
+ */
+export async function approveCall(
+  client: SettleClient,
+  request: ApprovalRequest,
+  signer: OperatorSigner,
+): Promise<{ tool: string; args: Record<string, unknown> }> {
+  const pending = await client.pendingApprovals(request.trajectoryId);
+  const claim = approvalClaim({ ...request, namespace: client.namespace }, pending);
+  await client.approve(request.trajectoryId, mintCredential(signer, claim));
+  const call = pending.find((p) => p.key === request.key)!;
+  return { tool: call.tool, args: call.args };
 }
 
 /** Who decides: their signing key, and the keys a direct write is verified with (cli/operator-key.ts verifyingKeys). */
@@ -84,10 +95,14 @@ export async function resolveCall(
   const operator = authority.signer.operator;
   const viaUpdate = await settleThroughTrajectory(client, trajectoryId, credential);
   if (viaUpdate.kind === 'settled') return { path: 'update', trajectoryId, state: viaUpdate.state, operator };
-  const outcome = await settleByOperator(store, { ...request, key: record.key, generation, credential }, {
-    keys: authority.keys,
-    namespace: client.namespace,
-  });
+  const outcome = await settleByOperator(
+    store,
+    { ...request, key: record.key, generation, credential },
+    {
+      keys: authority.keys,
+      namespace: client.namespace,
+    },
+  );
   if (!outcome.settled) return { path: 'none', state: outcome.state, generation: outcome.generation };
   return { path: 'record', trajectoryId, state: outcome.state, generation: outcome.generation, why: viaUpdate.why, operator };
 }

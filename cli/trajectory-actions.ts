@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { InputError } from '../core/errors';
 import { CATALOG } from '../core/tools/catalog';
+import { SPAWN_SUBAGENT } from '../core/capability/subagent';
 import { parseIJson } from '../core/json-text';
 import { TrajectorySpecSchema, type TrajectorySpec } from '../core/trajectory-input';
 import { allIssues } from '../core/validation';
@@ -50,10 +51,14 @@ export async function approve(id: string, keyArg: string, opts: { approver?: str
   await withClient(async (client) => {
     // The call may have no record yet (A3 waits before its claim): its trajectory knows its keys.
     const key = keyArg.length === 64 ? keyArg : uniqueKey(keyArg, await client.callKeys(id).catch(rejected), `call of ${id}`);
-    await approveCall(client, { trajectoryId: id, key, decision: opts.deny ? 'deny' : 'approve', reason: opts.reason }, signer).catch(
-      rejected,
-    );
+    const decided = await approveCall(
+      client,
+      { trajectoryId: id, key, decision: opts.deny ? 'deny' : 'approve', reason: opts.reason },
+      signer,
+    ).catch(rejected);
+    // What the credential binds, in full: the operator sees exactly what they signed.
     console.log(`${opts.deny ? 'denied' : 'approved'} ${key.slice(0, 16)}… in ${id} by ${signer.operator}`);
+    console.log(`  ${printable(decided.tool)} ${printable(JSON.stringify(decided.args))}`);
   });
 }
 
@@ -100,13 +105,16 @@ function duplicateId(trajectoryId: string): UsageError {
   );
 }
 
-/** Scripted calls must name a tool of the catalog (compiled into the CLI and the worker alike): refused now, not at run time. */
+/**
+ * Scripted calls must name a tool of the catalog (compiled into the CLI and the worker alike) or
+ * spawn_subagent, as docs/spec.md says: refused now, not at run time.
+ */
 function checkScriptedTools(spec: TrajectorySpec): void {
   spec.turns?.forEach((turn, t) =>
     turn.calls.forEach((call, c) => {
-      if (!Object.hasOwn(CATALOG, call.tool)) {
+      if (!Object.hasOwn(CATALOG, call.tool) && call.tool !== SPAWN_SUBAGENT) {
         throw new UsageError(
-          `spec.turns[${t}].calls[${c}].tool must name a tool of the catalog (${Object.keys(CATALOG).join(', ')}); got ${JSON.stringify(call.tool)}`,
+          `spec.turns[${t}].calls[${c}].tool must name a tool of the catalog (${Object.keys(CATALOG).join(', ')}) or ${SPAWN_SUBAGENT}; got ${JSON.stringify(call.tool)}`,
         );
       }
     }),

@@ -40,7 +40,10 @@ export interface ApprovalDecision {
 export function approvalClaim(decision: ApprovalDecision, pending: readonly PendingApproval[]): OperatorClaim {
   const call = pending.find((p) => p.key === decision.key);
   if (!call) {
-    throw new InputError('key', `name a call that trajectory ${decision.trajectoryId} waits to approve (${decision.key.slice(0, 16)}… is not one)`);
+    throw new InputError(
+      'key',
+      `name a call that trajectory ${decision.trajectoryId} waits to approve (${decision.key.slice(0, 16)}… is not one)`,
+    );
   }
   if (call.keyMode !== 'hmac') {
     let derived: string;

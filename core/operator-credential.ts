@@ -109,7 +109,7 @@ export function signingText(body: CredentialBody): string {
 
 /** The body a credential for `claim` carries, issued by `operator` at `nowMs`. */
 export function credentialBody(claim: OperatorClaim, operator: string, nowMs: number, lifetimeMs = CREDENTIAL_LIFETIME_MS): CredentialBody {
-  return CredentialBody().parse({ ...claim, v: 1, operator, iat: nowMs, exp: nowMs + lifetimeMs });
+  return CredentialBody().parse({ ...claim, v: 2, operator, iat: nowMs, exp: nowMs + lifetimeMs });
 }
 
 /**

@@ -176,7 +176,11 @@ async function runApproved(ctx: CallContext, report: CallReport, call: Validated
     return denied(report, decision);
   }
   const approval = decision
-    ? { approver: decision.approver, reason: decision.reason, ...(decision.credential !== undefined ? { credential: decision.credential } : {}) }
+    ? {
+        approver: decision.approver,
+        reason: decision.reason,
+        ...(decision.credential !== undefined ? { credential: decision.credential } : {}),
+      }
     : undefined;
   return new SettledCall(ctx, report, settledCallOptions(call, approval)).run();
 }

@@ -11,7 +11,15 @@ import { fitObservation, REPORT_OBSERVATION_CHARS } from '../core/history-budget
 import type { RecordStateOrUnseen } from '../core/records';
 import { RunTurnInputSchema } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
-import type { ApproveCallInput, CallReport, CarriedState, FinishInput, PendingApproval, RunTurnInput, SettleCallInput } from './definitions';
+import type {
+  ApproveCallInput,
+  CallReport,
+  CarriedState,
+  FinishInput,
+  PendingApproval,
+  RunTurnInput,
+  SettleCallInput,
+} from './definitions';
 import { Patches } from './patches';
 import type { LaneChoice } from '../core/tools/lanes';
 import {

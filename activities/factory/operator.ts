@@ -43,7 +43,9 @@ export function operatorActivities({ store, operatorKeys }: ActivityContext) {
     async verifyApproval(input: ApprovalRequest): Promise<{ approver: string }> {
       const trajectoryId = trajectoryIdOf('verifyApproval');
       if (!input.call) {
-        refusedAuthority(new InputError('key', `name a call this trajectory waits to approve (${String(input.key).slice(0, 16)}… is not one)`));
+        refusedAuthority(
+          new InputError('key', `name a call this trajectory waits to approve (${String(input.key).slice(0, 16)}… is not one)`),
+        );
       }
       const check = verifyCredential(
         input.credential,

@@ -21,7 +21,12 @@ export interface ExecutingCall {
 export type ExecutionApproval = { ok: true; approver: string; reason: string } | { ok: false; rule: string };
 
 /** Whether `credential` approves `call`; `rule` follows "the approval's credential must …". */
-export function approvalForExecution(credential: unknown, call: ExecutingCall, keys: OperatorKeys | null, nowMs = Date.now()): ExecutionApproval {
+export function approvalForExecution(
+  credential: unknown,
+  call: ExecutingCall,
+  keys: OperatorKeys | null,
+  nowMs = Date.now(),
+): ExecutionApproval {
   if (credential === undefined || credential === null) {
     return { ok: false, rule: 'be given: an A3 call executes only with the operator credential that approved it (settle approve)' };
   }

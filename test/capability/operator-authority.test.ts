@@ -76,7 +76,8 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
 
       // A credential signed with a key the orchestrator made itself.
       const forged = mintCredential(stranger('alice').signer, {
-        purpose: 'settle', namespace: 'default',
+        purpose: 'settle',
+        namespace: 'default',
         trajectoryId,
         key,
         generation: 1,
@@ -88,7 +89,15 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       );
 
       // The operator's own credentials, but not for this verdict: another generation, another call, expired.
-      const claim = { purpose: 'settle', namespace: 'default', trajectoryId, key, generation: 1, verdict: 'not_applied', reason: 'checked' } as const;
+      const claim = {
+        purpose: 'settle',
+        namespace: 'default',
+        trajectoryId,
+        key,
+        generation: 1,
+        verdict: 'not_applied',
+        reason: 'checked',
+      } as const;
       const own = new SettleClient(client, call.taskQueue);
       const update = (credential: unknown) =>
         handle.executeUpdate('settleCall', {
@@ -140,7 +149,9 @@ describe('a verdict on an IN_DOUBT shell call', { timeout: 240_000 }, () => {
       const { settleByOperator } = await import('../../activities/settled/operator-settlement');
       const request = { key, verdict: 'not_applied', reason: 'checked', generation: 1 } as const;
       const { keys } = onCall();
-      await expect(settleByOperator(store, request, { keys, namespace: 'default' })).rejects.toThrow(/credential must be an operator credential/);
+      await expect(settleByOperator(store, request, { keys, namespace: 'default' })).rejects.toThrow(
+        /credential must be an operator credential/,
+      );
       const forged = mintCredential(stranger(TEST_OPERATOR).signer, { purpose: 'settle', namespace: 'default', trajectoryId, ...request });
       await expect(settleByOperator(store, { ...request, credential: forged }, { keys, namespace: 'default' })).rejects.toThrow(
         /credential must carry oncall's signature/,
@@ -192,9 +203,9 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
         }),
       ),
     ).toMatch(/credential must be for this decision/);
-    expect(await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { trajectoryId: 'another-trajectory' })))).toMatch(
-      /credential must be for this trajectoryId/,
-    );
+    expect(
+      await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { trajectoryId: 'another-trajectory' }))),
+    ).toMatch(/credential must be for this trajectoryId/);
     expect(await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { namespace: 'staging' })))).toMatch(
       /credential must be for this namespace/,
     );
@@ -202,11 +213,21 @@ describe('an approval of an A3 call', { timeout: 120_000 }, () => {
       /credential must be for this tool/,
     );
     expect(
-      await refusal(own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { call: callDigest('bash_execute', { command: 'true' }) }))),
+      await refusal(
+        own.approve(id, await approval(own, id, key, 'approve', 'CHG-1', { call: callDigest('bash_execute', { command: 'true' }) })),
+      ),
     ).toMatch(/credential must be for this call/);
     const expired = signed(claim, Date.now() - 20 * 60_000);
     expect(await refusal(own.approve(id, expired))).toMatch(/credential must be unexpired/);
-    const verdict = signed({ purpose: 'settle', namespace: 'default', trajectoryId: id, key, generation: 1, verdict: 'applied', reason: 'CHG-1' });
+    const verdict = signed({
+      purpose: 'settle',
+      namespace: 'default',
+      trajectoryId: id,
+      key,
+      generation: 1,
+      verdict: 'applied',
+      reason: 'CHG-1',
+    });
     expect(
       await refusal(
         handle.executeUpdate('approveCall', {

@@ -267,6 +267,27 @@ describe('settle start / status', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr.trim()).toContain(message);
     }
+    // A scripted spawn_subagent is a call docs/spec.md allows: the check lets it through (to the
+    // unreachable Temporal here).
+    const view = { call_id: 'v', tool: 'file_view', args: { path: path.join(ws, 'a.txt') } };
+    const spawn = {
+      call_id: 's',
+      tool: 'spawn_subagent',
+      args: {
+        task: 't',
+        rights: ['read'],
+        objects: [`path:${ws}`],
+        max_cost: 1,
+        budget: 1,
+        expires_in_ms: 60_000,
+        turns: [{ turn: 0, calls: [view] }],
+      },
+    };
+    fs.writeFileSync(spec, JSON.stringify({ trajectoryId: 'x', workspace: ws, turns: [{ turn: 0, calls: [spawn] }] }));
+    const spawned = await settle(['start', spec], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(spawned.code).not.toBe(0);
+    expect(spawned.stderr).not.toContain('must name a tool');
+    expect(spawned.stderr).toMatch(/connect/);
   });
 
   it('names the trajectory id when it is already running, and says a completed one replays its calls', async () => {

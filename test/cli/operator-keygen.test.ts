@@ -8,7 +8,16 @@ import { mintCredential, verifyCredential } from '../../activities/operator/oper
 import { runSettle } from '../support/cli';
 import { devOperatorKey, devOperatorKeys } from '../../cli/operator-key';
 
-const claim = { purpose: 'approve', namespace: 'default', tool: 'bash_execute', call: 'c'.repeat(64), trajectoryId: 't-1', key: 'a'.repeat(64), decision: 'approve', reason: 'CHG-1' } as const;
+const claim = {
+  purpose: 'approve',
+  namespace: 'default',
+  tool: 'bash_execute',
+  call: 'c'.repeat(64),
+  trajectoryId: 't-1',
+  key: 'a'.repeat(64),
+  decision: 'approve',
+  reason: 'CHG-1',
+} as const;
 
 describe('settle operator keygen', { timeout: 60_000 }, () => {
   it('prints the private key for the operator and the public key for workers; they sign and verify', async () => {

@@ -120,7 +120,16 @@ describe('orchestrator-driven trajectory', () => {
 
     // Approving a call that is not waiting: nothing to sign for, and a credential made anyway is refused by the validator.
     await expect(approval(settle, id, key, 'approve', 'again')).rejects.toThrow(/key must name a call that trajectory .* waits to approve/);
-    const made = signed({ purpose: 'approve', namespace: 'default', trajectoryId: id, key, decision: 'approve', reason: 'again', tool: 'bash_execute', call: 'c'.repeat(64) });
+    const made = signed({
+      purpose: 'approve',
+      namespace: 'default',
+      trajectoryId: id,
+      key,
+      decision: 'approve',
+      reason: 'again',
+      tool: 'bash_execute',
+      call: 'c'.repeat(64),
+    });
     await expect(settle.approve(id, made)).rejects.toMatchObject({
       cause: { message: expect.stringMatching(/name a call still waiting for approval|key must name a call .* waiting for approval/) },
     });

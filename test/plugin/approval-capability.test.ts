@@ -153,7 +153,9 @@ describe('an A3 call settled from a team workflow', () => {
     const { key } = await awaitingApproval(handle, 'x');
     const settle = new SettleClient(client, approvalQueue);
     // Signed for another workflow: the worker's check of the credential refuses it.
-    await expect(settle.approve(workflowId, await approval(settle, workflowId, key!, 'approve', 'x', { trajectoryId: 'some-other-workflow' }))).rejects.toThrow();
+    await expect(
+      settle.approve(workflowId, await approval(settle, workflowId, key!, 'approve', 'x', { trajectoryId: 'some-other-workflow' })),
+    ).rejects.toThrow();
     expect((await handle.query(callsQuery))[0]).toMatchObject({ resolution: 'awaiting_approval' });
     await handle.terminate('test done');
   });

@@ -120,7 +120,10 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, 100));
       }
       const trajectoryId = 'replay-orchestrator';
-      await settle.approve(trajectoryId, mintCredential(signer, await settle.approvalClaim({ trajectoryId, key, decision, reason: 'fixture' })));
+      await settle.approve(
+        trajectoryId,
+        mintCredential(signer, await settle.approvalClaim({ trajectoryId, key, decision, reason: 'fixture' })),
+      );
       await pending;
     }
     await settle.finish('replay-orchestrator', 'completed', 'fixture done');

@@ -46,7 +46,10 @@ describe('operator verdicts are fenced by the generation the operator examined',
     const examined = (await store.get(call.key))!;
     expect(examined).toMatchObject({ state: 'IN_DOUBT', generation: 1 });
     const claim = { key: call.key, verdict: 'not_applied' as const, reason: 'no trace', generation: examined.generation };
-    const verdict = { ...claim, credential: signed({ purpose: 'settle', namespace: 'default', trajectoryId: call.trajectoryId, ...claim }) };
+    const verdict = {
+      ...claim,
+      credential: signed({ purpose: 'settle', namespace: 'default', trajectoryId: call.trajectoryId, ...claim }),
+    };
 
     // Meanwhile a probe settles generation 1 NOT_EXECUTED, and the call runs again as generation 2:
     // its effect happens, then an exception leaves it IN_DOUBT.
