@@ -55,10 +55,8 @@ export async function approveCall(
   request: ApprovalRequest,
   signer: OperatorSigner,
 ): Promise<{ tool: string; args: Record<string, unknown> }> {
-  const pending = await client.pendingApprovals(request.trajectoryId);
-  const claim = approvalClaim({ ...request, namespace: client.namespace }, pending);
-  await client.approve(request.trajectoryId, mintCredential(signer, claim));
-  const call = pending.find((p) => p.key === request.key)!;
+  const call = await client.waitingApproval(request.trajectoryId, request.key);
+  await client.approve(request.trajectoryId, mintCredential(signer, approvalClaim({ ...request, namespace: client.namespace }, call)));
   return { tool: call.tool, args: call.args };
 }
 

@@ -171,12 +171,28 @@ export class SettleClient {
   }
 
   /**
+   * The call a trajectory says waits for approval under `key`, tool and full arguments. Throws
+   * InputError (field `key`) when none does, naming who decided it when it was decided already.
+   */
+  async waitingApproval(trajectoryId: string, key: string): Promise<PendingApproval> {
+    const call = (await this.pendingApprovals(trajectoryId)).find((p) => p.key === key);
+    if (call) return call;
+    const decided = (await this.handle(trajectoryId).query(callsQuery)).find((c) => c.key === key && c.approval)?.approval;
+    throw new InputError(
+      'key',
+      decided
+        ? `name a call still waiting for approval: ${key.slice(0, 16)}… was already ${decided.decision === 'approve' ? 'approved' : 'denied'} by ${decided.approver} (${decided.reason})`
+        : `name a call that trajectory ${trajectoryId} waits to approve (${key.slice(0, 16)}… is not one)`,
+    );
+  }
+
+  /**
    * What a credential deciding `decision` must bind: the call the trajectory says waits under that
    * key — its tool and full arguments (core/approval-claim.ts). Throws InputError (field `key`)
    * when no call waits under it, or when the call described does not derive the key.
    */
   async approvalClaim(decision: Omit<ApprovalDecision, 'namespace'>): Promise<OperatorClaim> {
-    return approvalClaim({ ...decision, namespace: this.namespace }, await this.pendingApprovals(decision.trajectoryId));
+    return approvalClaim({ ...decision, namespace: this.namespace }, await this.waitingApproval(decision.trajectoryId, decision.key));
   }
 
   /**

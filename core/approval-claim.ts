@@ -35,16 +35,10 @@ export interface ApprovalDecision {
 
 /**
  * The claim a credential for `decision` carries, from the call the workflow says waits under that
- * key; throws InputError (field `key`) when none does, or when the call shown does not derive its key.
+ * key; throws InputError (field `key`) when the call shown does not derive its key.
  */
-export function approvalClaim(decision: ApprovalDecision, pending: readonly PendingApproval[]): OperatorClaim {
-  const call = pending.find((p) => p.key === decision.key);
-  if (!call) {
-    throw new InputError(
-      'key',
-      `name a call that trajectory ${decision.trajectoryId} waits to approve (${decision.key.slice(0, 16)}… is not one)`,
-    );
-  }
+export function approvalClaim(decision: ApprovalDecision, call: PendingApproval): OperatorClaim {
+  if (call.key !== decision.key) throw new InputError('key', `be the key the call shown waits under (${call.key.slice(0, 16)}…)`);
   if (call.keyMode !== 'hmac') {
     let derived: string;
     try {

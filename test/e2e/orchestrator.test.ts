@@ -119,7 +119,9 @@ describe('orchestrator-driven trajectory', () => {
     expect(await store.get(deniedKey)).toBeUndefined(); // a denied call never touches a record
 
     // Approving a call that is not waiting: nothing to sign for, and a credential made anyway is refused by the validator.
-    await expect(approval(settle, id, key, 'approve', 'again')).rejects.toThrow(/key must name a call that trajectory .* waits to approve/);
+    await expect(approval(settle, id, key, 'approve', 'again')).rejects.toThrow(
+      /key must name a call still waiting for approval: .* was already approved by/,
+    );
     const made = signed({
       purpose: 'approve',
       namespace: 'default',
