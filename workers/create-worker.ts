@@ -8,6 +8,7 @@ import os from 'node:os';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
 import { createActivities } from '../activities/index';
+import { requireSearchAttributes } from './namespace-check';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { openDatabase } from '../activities/store/database';
 import { LeaseSweeper, type LeaseSweeperOptions } from '../activities/settled/lease-sweeper';
@@ -140,6 +141,12 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     target,
     shutdown: () => worker.shutdown(),
     run: async () => {
+      try {
+        await requireSearchAttributes(connection, target.namespace, warn);
+      } catch (err) {
+        await Promise.all([connection.close(), db.destroy(), tracing?.shutdown()]);
+        throw err;
+      }
       sweeper.start();
       try {
         await worker.run();

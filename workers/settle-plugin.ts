@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SimplePlugin } from '@temporalio/plugin';
-import type { BundleOptions, WorkerOptions } from '@temporalio/worker';
+import type { BundleOptions, NativeConnection, WorkerOptions } from '@temporalio/worker';
+import { requireSearchAttributes } from './namespace-check';
 import { aiModelActivities, type LanguageModels } from '../activities/ai-sdk/model-call';
 import { aiToolActivities } from '../activities/ai-sdk/tool-descriptions';
 import { createActivities } from '../activities/index';
@@ -86,13 +87,17 @@ export class SettlePlugin extends SimplePlugin {
   /** The tools the plugin's activities run: the built-ins and the team's. */
   readonly registry: ToolRegistry;
   private readonly aiSdk: boolean;
+  /** Where the worker polls, once it is configured: its namespace is checked before it runs. */
+  private readonly polling: { target?: PollTarget };
 
   /** Throws a one-line error for a refused tool definition, a missing DATABASE_URL or an invalid key set. */
   constructor(options: SettlePluginOptions = {}) {
-    const parts = settleWorkerParts(options);
+    const polling: { target?: PollTarget } = {};
+    const parts = settleWorkerParts(options, () => polling.target);
     super({ name: 'settle', activities: parts.activities, runContext: parts.runContext });
     this.registry = parts.registry;
     this.aiSdk = options.models !== undefined;
+    this.polling = polling;
   }
 
   /** With `models`: the AI SDK's Web globals installed before any workflow code is evaluated. */
@@ -113,6 +118,7 @@ export class SettlePlugin extends SimplePlugin {
   /** settle's activities appended; the worker options its recovery needs, unless the worker sets its own. */
   override configureWorker(options: WorkerOptions): WorkerOptions {
     const configured: WorkerOptions & { isolateExecutionTimeout?: string } = super.configureWorker(options);
+    if (configured.connection) this.polling.target = { connection: configured.connection, namespace: configured.namespace ?? 'default' };
     return {
       ...configured,
       ...('stickyQueueScheduleToStartTimeout' in configured
@@ -124,7 +130,12 @@ export class SettlePlugin extends SimplePlugin {
   }
 }
 
-function settleWorkerParts(options: SettlePluginOptions) {
+interface PollTarget {
+  connection: NativeConnection;
+  namespace: string;
+}
+
+function settleWorkerParts(options: SettlePluginOptions, polling: () => PollTarget | undefined) {
   const policy = options.policy ?? loadWorkerPolicy(process.env);
   const lanes = options.lanes ?? policy.lanes;
   const registry = new ToolRegistry(options.tools ?? [], {
@@ -149,6 +160,8 @@ function settleWorkerParts(options: SettlePluginOptions) {
   });
   const runContext = async (next: () => Promise<void>): Promise<void> => {
     try {
+      const target = polling();
+      if (target) await requireSearchAttributes(target.connection, target.namespace, warn);
       if (options.migrate !== false) await migrateToLatest(databaseUrl);
       sweeper.start();
       await next();
