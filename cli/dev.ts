@@ -2,7 +2,8 @@
  * `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. With
  * `--workers N` the workers are N processes of their own (a kill drill is `kill -9 PID`), ended
  * with `settle dev` however it ends (stack/worker-processes.ts); without it, one worker runs
- * inside this process.
+ * inside this process. Ctrl-C stops the workers first (they drain: a call in flight finishes and
+ * writes its record), then Temporal, then PostgreSQL.
  */
 import { startStack } from '../stack/index';
 import { loadTemporalTarget } from '../client/connection';
@@ -109,6 +110,11 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
           .join(' ')}`,
       ].join('\n'),
     );
+    // The order matters: a worker still finishing a call writes its record to PostgreSQL, so the
+    // database goes last (its own process group keeps Ctrl-C from reaching it first, stack/).
+    const stopping = () => console.log('settle dev: stopping: the workers finish their calls first, then Temporal stops, then PostgreSQL');
+    process.once('SIGINT', stopping);
+    process.once('SIGTERM', stopping);
     if (worker) {
       // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.
       await worker.run();
