@@ -15,7 +15,8 @@ import { SettleClient } from '../client/index';
 import { startConsole } from './console/server';
 import { DEV_SETTINGS_FILE, removeDevSettings, writeDevSettings } from './dev-settings';
 import { devOperatorKey, devOperatorKeys } from './operator-key';
-import { startWorkerProcesses, type WorkerProcesses } from '../stack/worker-processes';
+import { startWorkerProcesses, WORKER_DRAIN_MS, type WorkerProcesses } from '../stack/worker-processes';
+import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import { OPERATOR_KEYS_VARIABLE, publicEntry, type OperatorSigner } from '../activities/operator/operator-keys';
 import { jsonLine } from '../activities/observability/log';
 import fs from 'node:fs';
@@ -46,6 +47,9 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
             temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
             databaseUrl: stack.databaseUrl,
             operatorKeys: devOperatorKeys(operatorKey.signer),
+            // A pre-built bundle, as a worker process takes it (workers/worker.ts).
+            ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: process.env.SETTLE_WORKFLOW_BUNDLE } } : {}),
+            shutdownForceTimeMs: WORKER_DRAIN_MS,
           })
         : null;
     if (options.workers !== undefined) {
@@ -116,8 +120,16 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
     process.once('SIGINT', stopping);
     process.once('SIGTERM', stopping);
     if (worker) {
-      // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.
-      await worker.run();
+      // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained, and
+      // gives up after WORKER_DRAIN_MS, as settle dev does with worker processes.
+      await worker.run().catch((err: unknown) => {
+        const expired =
+          err instanceof GracefulShutdownPeriodExpiredError || (err as Error)?.cause instanceof GracefulShutdownPeriodExpiredError;
+        if (!expired) throw err;
+        console.log(
+          `settle dev: the worker's calls did not finish within ${WORKER_DRAIN_MS / 1000} s; stopping anyway (their records stay IN_FLIGHT until the lease sweeper takes them)`,
+        );
+      });
     } else {
       await new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());
