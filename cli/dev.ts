@@ -2,7 +2,8 @@
  * `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. With
  * `--workers N` the workers are N processes of their own (a kill drill is `kill -9 PID`), ended
  * with `settle dev` however it ends (stack/worker-processes.ts); without it, one worker runs
- * inside this process.
+ * inside this process. Ctrl-C stops the workers first (they drain: a call in flight finishes and
+ * writes its record), then Temporal, then PostgreSQL.
  */
 import { startStack } from '../stack/index';
 import { loadTemporalTarget } from '../client/connection';
@@ -14,7 +15,8 @@ import { SettleClient } from '../client/index';
 import { startConsole } from './console/server';
 import { DEV_SETTINGS_FILE, removeDevSettings, writeDevSettings } from './dev-settings';
 import { devOperatorKey, devOperatorKeys } from './operator-key';
-import { startWorkerProcesses, type WorkerProcesses } from '../stack/worker-processes';
+import { startWorkerProcesses, WORKER_DRAIN_MS, type WorkerProcesses } from '../stack/worker-processes';
+import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import { OPERATOR_KEYS_VARIABLE, publicEntry, type OperatorSigner } from '../activities/operator/operator-keys';
 import { jsonLine } from '../activities/observability/log';
 import fs from 'node:fs';
@@ -45,6 +47,9 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
             temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
             databaseUrl: stack.databaseUrl,
             operatorKeys: devOperatorKeys(operatorKey.signer),
+            // A pre-built bundle, as a worker process takes it (workers/worker.ts).
+            ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: process.env.SETTLE_WORKFLOW_BUNDLE } } : {}),
+            shutdownForceTimeMs: WORKER_DRAIN_MS,
           })
         : null;
     if (options.workers !== undefined) {
@@ -109,9 +114,22 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
           .join(' ')}`,
       ].join('\n'),
     );
+    // The order matters: a worker still finishing a call writes its record to PostgreSQL, so the
+    // database goes last (its own process group keeps Ctrl-C from reaching it first, stack/).
+    const stopping = () => console.log('settle dev: stopping: the workers finish their calls first, then Temporal stops, then PostgreSQL');
+    process.once('SIGINT', stopping);
+    process.once('SIGTERM', stopping);
     if (worker) {
-      // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained.
-      await worker.run();
+      // The SDK shuts the worker down on SIGINT/SIGTERM; run() returns once it has drained, and
+      // gives up after WORKER_DRAIN_MS, as settle dev does with worker processes.
+      await worker.run().catch((err: unknown) => {
+        const expired =
+          err instanceof GracefulShutdownPeriodExpiredError || (err as Error)?.cause instanceof GracefulShutdownPeriodExpiredError;
+        if (!expired) throw err;
+        console.log(
+          `settle dev: the worker's calls did not finish within ${WORKER_DRAIN_MS / 1000} s; stopping anyway (their records stay IN_FLIGHT until the lease sweeper takes them)`,
+        );
+      });
     } else {
       await new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());

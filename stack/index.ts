@@ -6,13 +6,15 @@ import path from 'node:path';
 import { startPostgres, type PostgresHandle, type StartPostgresOptions } from './postgres';
 import { startTemporal, type StartTemporalOptions, type TemporalHandle } from './temporal';
 import { SETTLE_DIR } from './paths';
-import { reapOnExit } from './reaper';
 
 export interface Stack {
   temporal: TemporalHandle;
   postgres: PostgresHandle;
   databaseUrl: string;
-  /** Stops everything this stack started; safe to call twice. */
+  /**
+   * Stops everything this stack started, Temporal first and PostgreSQL last (whatever still
+   * finishes a call writes its record there); safe to call twice. Stop the workers before.
+   */
   stop(): Promise<void>;
 }
 
@@ -31,16 +33,19 @@ export async function startStack(options: StartStackOptions = {}): Promise<Stack
     startPostgres({ log, ...options.postgres }),
     startTemporal({ log, ...options.temporal, ...(options.persistent ? { dbFile: path.join(SETTLE_DIR, 'temporal.db') } : {}) }),
   );
-  // An embedded server outlives no parent (reaper.ts); Temporal registers itself as it starts.
-  const forgetPostgres = postgres.dataDir
-    ? reapOnExit({ pidFile: path.join(postgres.dataDir, 'postmaster.pid'), signal: 'SIGINT' })
-    : () => {};
   let stopped: Promise<void> | undefined;
   return {
     temporal,
     postgres,
     databaseUrl: postgres.url,
-    stop: () => (stopped ??= Promise.all([temporal.stop(), postgres.stop().then(forgetPostgres)]).then(() => undefined)),
+    stop: () =>
+      (stopped ??= (async () => {
+        try {
+          await temporal.stop();
+        } finally {
+          await postgres.stop();
+        }
+      })()),
   };
 }
 

@@ -13,6 +13,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { reapOnExit } from './reaper';
 
 interface Binaries {
   initdb: string;
@@ -110,9 +111,19 @@ export async function startServer(dataDir: string, port: number, flags: string[]
   const child: ChildProcess = spawn(postgres, ['-D', dataDir, '-p', String(port), ...flags], {
     env: postgresEnvironment(),
     stdio: ['ignore', 'ignore', 'pipe'],
+    // A group of its own: Ctrl-C signals the terminal's whole foreground group, and the server
+    // must outlive the workers' drain (they write their last records to it). stop() ends it,
+    // after them; the reaper whenever this process ends without stop().
+    detached: true,
     ...(owner ?? {}),
   });
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const forget = reapOnExit({ group: child.pid!, signal: 'SIGINT' }); // SIGINT: fast shutdown
+  const exited = new Promise<void>((resolve) =>
+    child.once('close', () => {
+      forget();
+      resolve();
+    }),
+  );
   let log = '';
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);

@@ -9,6 +9,9 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { reapOnExit } from './reaper';
 
+/** How long stopping waits for workers to finish their calls in flight before it gives up on them. */
+export const WORKER_DRAIN_MS = 30_000;
+
 export interface WorkerProcesses {
   pids: number[];
   /** SIGTERM to every worker still running (they drain), SIGKILL after `graceMs`; resolves once all have exited. */
@@ -47,7 +50,7 @@ export function startWorkerProcesses(
   }
   return {
     pids: children.map((c) => c.child.pid!),
-    stop: async (graceMs = 30_000) => {
+    stop: async (graceMs = WORKER_DRAIN_MS) => {
       const running = children.filter((c) => c.child.exitCode === null && c.child.signalCode === null);
       for (const c of running) signal(c.child.pid!, 'SIGTERM');
       const timer = setTimeout(() => running.forEach((c) => signal(c.child.pid!, 'SIGKILL')), graceMs);

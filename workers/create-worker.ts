@@ -59,6 +59,12 @@ export interface SettleWorkerOptions {
    * while the worker runs: records whose holder died turn IN_DOUBT even if nothing claims them again.
    */
   leaseSweeper?: Omit<LeaseSweeperOptions, 'identity' | 'onError'>;
+  /**
+   * How long a shutdown waits for the calls in flight before run() gives up on them with the SDK's
+   * GracefulShutdownPeriodExpiredError (default: as long as they take). A call given up on stays
+   * IN_FLIGHT until its lease runs out, then the lease sweeper of any worker takes it.
+   */
+  shutdownForceTimeMs?: number;
 }
 
 export interface SettleWorker {
@@ -114,6 +120,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     // settle's workflow code is bounded (its inputs are size-limited), so a long bound costs nothing;
     // test/e2e/worker-options.test.ts checks the SDK still honours it.
     isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT,
+    ...(options.shutdownForceTimeMs !== undefined ? { shutdownForceTime: options.shutdownForceTimeMs } : {}),
     activities: createActivities({
       store,
       identity,

@@ -41,12 +41,35 @@ const INTERNAL: [net.BlockList, string][] = [
   ranges('private', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10'], ['fc00::/7', 'fec0::/10']),
   ranges('link-local', ['169.254.0.0/16'], ['fe80::/10']),
   ranges('multicast or broadcast', ['224.0.0.0/4', '255.255.255.255/32'], ['ff00::/8']),
+  // IANA's special-purpose registries (iana-ipv4-special-registry, iana-ipv6-special-registry):
+  // every block that is not globally reachable. Blocks that carry an IPv4 address inside (NAT64,
+  // 6to4, Teredo) are refused whole, as that address may be an internal one. A table of our own:
+  // the address libraries at hand (ipaddr.js 1.9, ip-address 10) know only some of these blocks.
   ranges(
     'reserved',
-    ['192.0.0.0/24', '192.0.2.0/24', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24', '240.0.0.0/4'],
-    // NAT64 (well-known and local-use), 6to4 and Teredo embed IPv4 addresses (possibly
-    // internal ones); discard-only; documentation.
-    ['64:ff9b::/96', '64:ff9b:1::/48', '2002::/16', '2001::/32', '100::/64', '2001:db8::/32'],
+    [
+      '192.0.0.0/24', // IETF protocol assignments
+      '192.0.2.0/24', // documentation (TEST-NET-1)
+      '192.88.99.0/24', // 6to4 relay anycast (deprecated)
+      '198.18.0.0/15', // benchmarking
+      '198.51.100.0/24', // documentation (TEST-NET-2)
+      '203.0.113.0/24', // documentation (TEST-NET-3)
+      '240.0.0.0/4', // reserved for future use
+    ],
+    [
+      '64:ff9b::/96', // NAT64, well-known prefix
+      '64:ff9b:1::/48', // NAT64, local use
+      '100::/64', // discard-only
+      '100:0:0:1::/64', // dummy prefix
+      // IETF protocol assignments, all of it: Teredo (2001::/32), benchmarking (2001:2::/48),
+      // ORCHID (2001:10::/28), ORCHIDv2 (2001:20::/28), drone ids (2001:30::/28) are identifiers
+      // or test space; the few anycast services inside are no HTTP destination.
+      '2001::/23',
+      '2001:db8::/32', // documentation
+      '2002::/16', // 6to4
+      '3fff::/20', // documentation
+      '5f00::/16', // SRv6 SIDs
+    ],
   ),
 ];
 

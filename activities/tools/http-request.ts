@@ -170,7 +170,7 @@ async function prepare(
   for (const h of args.headers ?? []) headers[h.name.toLowerCase()] = h.value;
   if (key !== null) headers['idempotency-key'] = key;
   if (args.body !== undefined && method !== 'GET') headers['content-type'] = 'application/json';
-  const authorization = authorizationFor(target.host, target.port);
+  const authorization = authorizationFor(target.scheme, target.host, target.port);
   if (authorization) headers.authorization = authorization;
   return { target, address: decision.address, headers };
 }

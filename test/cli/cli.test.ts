@@ -16,12 +16,19 @@ afterAll(() => db.destroy());
 
 /**
  * Runs settle with each argument given as a printf %b format, so an argument can carry bytes that
- * are not UTF-8 (spawn encodes every string argument as UTF-8).
+ * are not UTF-8 (spawn encodes every string argument as UTF-8). Straight from a shell, as
+ * `settle …` is typed, or through `npx settle …`, whose npm decodes the arguments first.
  */
-function settleWithBytes(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const script = `exec "$NODE" "$SETTLE" ${args.map((_, i) => `"$(printf '%b' "\${${i + 1}}")"`).join(' ')}`;
+function settleWithBytes(args: string[], via: 'shell' | 'npx' = 'shell'): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const command = via === 'npx' ? 'npx settle' : '"$NODE" "$SETTLE"';
+  const script = `exec ${command} ${args.map((_, i) => `"$(printf '%b' "\${${i + 1}}")"`).join(' ')}`;
+  // A shell's environment has none of the variables npm sets for what it starts (this test run's own).
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script, 'settle', ...args], { env: { ...process.env, NODE: process.execPath, SETTLE: SETTLE_BIN } });
+    const child = spawn('bash', ['-c', script, 'settle', ...args], {
+      env: { ...env, NODE: process.execPath, SETTLE: SETTLE_BIN },
+      cwd: path.dirname(path.dirname(SETTLE_BIN)),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -147,6 +154,22 @@ describe('settle key', () => {
     expect(replacement.code).toBe(0);
     expect(replacement.stdout.trim()).toBe(
       deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args: { path: 'caf\ufffd.txt' } }),
+    );
+  });
+
+  it('through npx, whose npm turns bytes that are not UTF-8 into U+FFFD first: no key for any U+FFFD, pointing to --args-file', async () => {
+    const refusal =
+      'settle: --args: contains U+FFFD, and a package runner started settle (npm_execpath is set), which writes U+FFFD for bytes that are not UTF-8 before settle sees them; give the arguments in a file (settle key --args-file FILE)';
+    for (const text of ['{"path":"caf\\xe9.txt"}', '{"path":"caf\\xef\\xbf\\xbd.txt"}']) {
+      const r = await settleWithBytes([...argv, text], 'npx');
+      expect(r).toMatchObject({ code: 2, stdout: '' });
+      expect(r.stderr.trim().split('\n').at(-1)).toBe(refusal);
+    }
+    // Text without U+FFFD loses nothing on the way: its key, as from a shell.
+    const plain = await settleWithBytes([...argv, '{"path":"caf\\xc3\\xa9.txt"}'], 'npx');
+    expect(plain).toMatchObject({ code: 0 });
+    expect(plain.stdout.trim()).toBe(
+      deriveKey({ trajectoryId: 't-1', turn: 2, callId: 'call_9', tool: 'file_edit', args: { path: 'café.txt' } }),
     );
   });
 

@@ -2,13 +2,27 @@
  * `settle dev --workers 2`: two worker processes of their own, both polling, and none left once
  * `settle dev` is gone — even SIGKILLed, when no handler of its own can run (the reaper,
  * stack/reaper.ts, ends them).
+ *
+ * Ctrl-C on `settle dev` with a shell call in flight: the workers drain first — the command
+ * finishes and its record is COMPLETED — then Temporal stops, then PostgreSQL. Ctrl-C is what a
+ * terminal sends: SIGINT to the whole foreground process group, here settle dev's own.
+ *
+ * One file, so its cases run one after the other: every `settle dev` of this checkout uses the
+ * same embedded cluster (.settle/pg/data).
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { SETTLE_BIN } from '../support/cli';
+import { openDatabase } from '../../activities/store/database';
+import { DEV_SETTINGS_FILE, type DevSettings } from '../../cli/dev-settings';
+import { SETTLE_DIR } from '../../stack/paths';
+import { runSettle, SETTLE_BIN } from '../support/cli';
 import { until } from '../support/in-doubt';
+import { tempWorkspace, testWorkspaceRoot, uniqueId } from '../support/env';
 
 const leftovers: number[] = [];
 afterAll(() => {
@@ -86,4 +100,104 @@ describe('settle dev --workers', { timeout: 300_000 }, () => {
     while (Date.now() < deadline && pids.some(alive)) await new Promise((r) => setTimeout(r, 200));
     expect(pids.filter(alive)).toEqual([]);
   });
+});
+
+function accepting(address: string): Promise<boolean> {
+  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe('settle dev stops in order', { timeout: 300_000 }, () => {
+  it.each([
+    ['its worker in this process', [] as string[]],
+    ['a worker process', ['--workers', '1']],
+  ])(
+    'Ctrl-C with a shell call in flight (%s): the call finishes (COMPLETED), the worker goes, then Temporal, then PostgreSQL',
+    async (_mode, flags) => {
+      // settle dev's own stack (embedded PostgreSQL, its Temporal), not the test run's.
+      const env: NodeJS.ProcessEnv = { ...process.env, SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath') };
+      for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE', 'SETTLE_CAP_KEYS'])
+        delete env[name];
+      env.SETTLE_WORKSPACE_ROOT = testWorkspaceRoot();
+      // The stop order is the subject, not the sandbox: the command runs on hosts without bubblewrap too.
+      env.SETTLE_ALLOW_UNSANDBOXED_SHELL = '1';
+      const dev = spawn(process.execPath, [SETTLE_BIN, 'dev', ...flags], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      leftovers.push(dev.pid!);
+      let out = '';
+      dev.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      dev.stderr.on('data', (b: Buffer) => (out += b.toString()));
+      const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
+      const banner = await until(
+        async () => {
+          if (dev.exitCode !== null) throw new Error(`settle dev exited (${dev.exitCode}): ${out.slice(-3000)}`);
+          return /settle dev is up[\s\S]*\n {2}workers? .*\n/.exec(out)?.[0];
+        },
+        'settle dev is up',
+        240_000,
+      );
+      // A worker process is watched by its pid; a worker in settle dev's own process by its call's record.
+      const workerPid = flags.length ? Number(/workers +1 processes, pids (\d+) /.exec(banner)![1]) : null;
+      if (workerPid) leftovers.push(workerPid);
+      const settings = JSON.parse(fs.readFileSync(DEV_SETTINGS_FILE, 'utf8')) as DevSettings;
+      const postmasterPid = Number(fs.readFileSync(path.join(SETTLE_DIR, 'pg', 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const db = openDatabase(settings.databaseUrl, { max: 1 });
+
+      try {
+        // A shell call that runs for 8 s.
+        const ws = tempWorkspace('dev-stop');
+        const id = uniqueId('dev-stop');
+        const spec = path.join(ws, 'spec.json');
+        fs.writeFileSync(
+          spec,
+          JSON.stringify({
+            trajectoryId: id,
+            workspace: ws,
+            turns: [
+              { turn: 0, calls: [{ call_id: 'slow', tool: 'bash_execute', args: { command: 'sleep 8; echo done', timeout_ms: 60_000 } }] },
+            ],
+          }),
+        );
+        const started = await runSettle(['start', spec], {
+          env: {
+            TEMPORAL_ADDRESS: settings.temporalAddress,
+            TEMPORAL_NAMESPACE: settings.namespace,
+            TEMPORAL_TASK_QUEUE: settings.taskQueue,
+          },
+        });
+        expect(started).toMatchObject({ code: 0, stdout: `started ${id}\n` });
+        const state = async () =>
+          (await db.selectFrom('settle_endpoint_records').select('state').where('trajectory_id', '=', id).executeTakeFirst())?.state;
+        await until(async () => (await state()) === 'IN_FLIGHT', 'the shell call in flight', 120_000);
+        await new Promise((r) => setTimeout(r, 1_000)); // the command is running
+
+        // Ctrl-C, then watch who goes when.
+        const t0 = Date.now();
+        process.kill(-dev.pid!, 'SIGINT');
+        const gone: { completed?: number; worker?: number; temporal?: number; postgres?: number } = {};
+        let lastState: string | undefined;
+        while (Date.now() - t0 < 120_000 && (gone.temporal === undefined || gone.postgres === undefined)) {
+          if (gone.postgres === undefined) lastState = (await state().catch(() => undefined)) ?? lastState;
+          const now = Date.now() - t0;
+          if (gone.completed === undefined && lastState === 'COMPLETED') gone.completed = now;
+          if (workerPid && gone.worker === undefined && !alive(workerPid)) gone.worker = now;
+          if (gone.temporal === undefined && !(await accepting(settings.temporalAddress))) gone.temporal = now;
+          if (gone.postgres === undefined && !alive(postmasterPid)) gone.postgres = now;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(await exited).toBe(0);
+        expect(lastState).toBe('COMPLETED');
+        expect(gone.completed!).toBeLessThanOrEqual(gone.temporal!);
+        if (workerPid) expect(gone.worker!).toBeLessThanOrEqual(gone.temporal!);
+        expect(gone.temporal!).toBeLessThanOrEqual(gone.postgres!);
+        expect(gone.completed!).toBeLessThan(gone.postgres!);
+        expect(out).toContain('settle dev: stopping: the workers finish their calls first, then Temporal stops, then PostgreSQL');
+      } finally {
+        await db.destroy().catch(() => {});
+      }
+    },
+  );
 });

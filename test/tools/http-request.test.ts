@@ -13,6 +13,7 @@ import { runSettled } from '../../activities/settled/run-settled';
 import { NoEffect } from '../../activities/settled/settled-tool';
 import { settledToolOf } from '../../activities/tools/team-tool';
 import { httpRequest, type HttpResponse } from '../../activities/tools/http-request';
+import { authorizationFor } from '../../activities/tools/http-credentials';
 import { deriveKey } from '../../core/key';
 import { httpRequestArgs, type HttpRequestArgs } from '../../core/tools/http-request';
 import { startIdempotentServer, type IdempotentServer } from '../support/idempotent-http-server';
@@ -211,6 +212,24 @@ describe('in doubt, settled by the endpoint’s deduplication', () => {
 });
 
 describe('credentials come from the worker’s operator, never from arguments', () => {
+  it('an entry names its scheme: host[:port] is https only (443), http://host[:port] plain http only (80)', () => {
+    const env = {
+      SETTLE_HTTP_AUTHORIZATION: 'api.example.com=TLS_AUTH, http://10.0.0.5=PLAIN_AUTH',
+      TLS_AUTH: 'Bearer a',
+      PLAIN_AUTH: 'Bearer b',
+    };
+    expect(authorizationFor('https', 'api.example.com', 443, env)).toBe('Bearer a');
+    expect(authorizationFor('http', '10.0.0.5', 80, env)).toBe('Bearer b');
+    expect(authorizationFor('https', '10.0.0.5', 80, env)).toBeNull();
+    expect(authorizationFor('http', '10.0.0.5', 8080, env)).toBeNull();
+    expect(() => authorizationFor('http', 'api.example.com', 443, env)).toThrow(
+      'SETTLE_HTTP_AUTHORIZATION[0] must be spelled http://api.example.com:443=TLS_AUTH to send TLS_AUTH over plain http (it is sent over https only)',
+    );
+    expect(() => authorizationFor('https', 'x.example', 443, { SETTLE_HTTP_AUTHORIZATION: 'ftp://x.example=V' })).toThrow(
+      'SETTLE_HTTP_AUTHORIZATION[0] must be host[:port]=VARIABLE or http://host[:port]=VARIABLE (got "ftp://x.example=V")',
+    );
+  });
+
   it('SETTLE_HTTP_AUTHORIZATION adds Authorization for exactly its host and port; the schema refuses the header from a call', async () => {
     const seen: (string | undefined)[] = [];
     const echo = http.createServer((req, res) => {
@@ -221,14 +240,25 @@ describe('credentials come from the worker’s operator, never from arguments', 
     const port = (echo.address() as AddressInfo).port;
     try {
       process.env.SETTLE_EGRESS_ALLOW_INTERNAL = `127.0.0.1:${port},127.0.0.1:${service.port}`;
-      process.env.SETTLE_HTTP_AUTHORIZATION = `127.0.0.1:${port}=TEST_HTTP_TOKEN`;
       process.env.TEST_HTTP_TOKEN = 'Bearer sk_test_1';
       const args = httpRequestArgs().parse({ method: 'POST', url: `http://127.0.0.1:${port}/x`, body: '{}' });
-      await call(args, { ...grant(), egress: [`host:127.0.0.1:${port}`] });
+      const egress = { ...grant(), egress: [`host:127.0.0.1:${port}`] };
+      // An entry without a scheme is for https only: over plain http the call is refused before
+      // anything is sent, naming the entry and the spelling that allows it.
+      process.env.SETTLE_HTTP_AUTHORIZATION = `127.0.0.1:${port}=TEST_HTTP_TOKEN`;
+      const httpsOnly = await call(args, egress);
+      expect(httpsOnly.outcome).toMatchObject({ kind: 'released' });
+      expect(httpsOnly.record?.detail).toBe(
+        `NoEffect: nothing sent: SETTLE_HTTP_AUTHORIZATION[0] must be spelled http://127.0.0.1:${port}=TEST_HTTP_TOKEN to send TEST_HTTP_TOKEN over plain http (it is sent over https only)`,
+      );
+      expect(seen).toEqual([]);
+      // The operator's explicit http:// entry: sent over plain http to exactly that host and port.
+      process.env.SETTLE_HTTP_AUTHORIZATION = `http://127.0.0.1:${port}=TEST_HTTP_TOKEN`;
+      await call(args, egress);
       expect(seen).toEqual(['Bearer sk_test_1']);
       // A named variable that is unset: the call fails before anything is sent, released (not in doubt).
       delete process.env.TEST_HTTP_TOKEN;
-      const unset = await call(args, { ...grant(), egress: [`host:127.0.0.1:${port}`] });
+      const unset = await call(args, egress);
       expect(unset.outcome).toMatchObject({ kind: 'released' });
       expect(unset.record?.detail).toMatch(/nothing sent: SETTLE_HTTP_AUTHORIZATION\[0\] must name a set variable/);
       expect(seen).toHaveLength(1);
