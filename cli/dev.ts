@@ -47,8 +47,6 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
             temporal: { address: stack.temporal.address, namespace: stack.temporal.namespace },
             databaseUrl: stack.databaseUrl,
             operatorKeys: devOperatorKeys(operatorKey.signer),
-            // A pre-built bundle, as a worker process takes it (workers/worker.ts).
-            ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: process.env.SETTLE_WORKFLOW_BUNDLE } } : {}),
             shutdownForceTimeMs: WORKER_DRAIN_MS,
           })
         : null;

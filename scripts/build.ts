@@ -2,13 +2,18 @@
  * `npm run build`: compiles settle's runtime sources to dist/ for the packed package (`npm pack`
  * runs it as `prepack`): the JavaScript file for file as bin/compile.js writes it (the same
  * compile a checkout's `settle` runs from, in .settle/build/), and declarations beside it
- * (dist/core/key.js next to dist/core/key.d.ts), their relative specifiers rewritten the same way.
+ * (dist/core/key.js next to dist/core/key.d.ts), their relative specifiers rewritten the same way;
+ * and settle's workflow bundle (dist/workflow-bundle.js), so workers from the package start without bundling.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { compiledSpecifier, compileModules, runtimeSources } from '../bin/compile.js';
+import { settleBundleOptions, workflowSdkVersion } from '../workers/workflow-bundle';
+
+const quietBundler = { log: () => {}, trace: () => {}, debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = path.join(ROOT, 'dist');
@@ -81,5 +86,10 @@ const sources = runtimeSources(ROOT);
 fs.rmSync(DIST, { recursive: true, force: true });
 await compileModules({ root: ROOT, outDir: DIST, files: sources });
 buildDeclarations(sources.map((f) => path.join(ROOT, f)));
+// settle's workflows, bundled once here so that a worker or a gateway from the package starts
+// without bundling (workers/workflow-bundle.ts prebuiltWorkflowBundle), with the SDK version it needs.
+const bundle = await bundleWorkflowCode(settleBundleOptions(quietBundler));
+fs.writeFileSync(path.join(DIST, 'workflow-bundle.js'), bundle.code);
+fs.writeFileSync(path.join(DIST, 'workflow-bundle.js.sdk-version'), `${workflowSdkVersion()}\n`);
 // stderr: `npm pack --json` prints its report on stdout after this (prepack) script.
 process.stderr.write(`settle build: ${sources.length} modules compiled to dist/\n`);

@@ -16,7 +16,7 @@ import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 import { operatorKeysFromEnv, type OperatorKeys } from '../activities/operator/operator-keys';
 import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
 import { tracingFromEnv, type Tracing } from './tracing';
-import { PRELOAD_MODULES, WORKFLOWS_PATH } from './workflow-bundle';
+import { PRELOAD_MODULES, prebuiltWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export { WORKFLOWS_PATH } from './workflow-bundle';
@@ -33,7 +33,8 @@ export interface SettleWorkerOptions {
   databaseUrl: string;
   /**
    * A pre-built bundle (tests bundle once per run; build it with workers/workflow-bundle.ts's
-   * settleBundleOptions); otherwise workflows are bundled at start, with the same options.
+   * settleBundleOptions); default: SETTLE_WORKFLOW_BUNDLE, else the package's own (built by
+   * `npm run build` for the installed SDK), else workflows are bundled at start, with the same options.
    */
   workflowBundle?: { code: string } | { codePath: string };
   identity?: string;
@@ -102,6 +103,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     identity,
     onError: (err) => warn(`settle worker: lease sweep failed (${err.message}); retrying every period`),
   });
+  const workflowBundle = options.workflowBundle ?? prebuiltWorkflowBundle();
   const connection = await NativeConnection.connect(target.connectionOptions);
   // `isolateExecutionTimeout` is read by the SDK (1.24: its defaults are spread under the options)
   // but not in its public type: see the comment where it is set.
@@ -129,9 +131,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       operatorKeys,
       runsTrajectories: true,
     }),
-    ...(options.workflowBundle
-      ? { workflowBundle: options.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
+    ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
     ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   };
   let worker: Worker;

@@ -5,10 +5,10 @@
  * `BadSearchAttributes` warning. One line at start, with the command that registers them, instead.
  */
 import type { NativeConnection } from '@temporalio/worker';
-import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES, type SearchAttributeName } from '../core/search-attributes';
 
-const INDEXED = temporal.api.enums.v1.IndexedValueType;
+/** temporal.api.enums.v1.IndexedValueType's numbers for the types settle uses (not loading the whole API for two). */
+const INDEXED_VALUE_TYPE: Record<(typeof SEARCH_ATTRIBUTES)[SearchAttributeName], number> = { Keyword: 2, Int: 3 };
 
 /** What the namespace lacks, or why it could not be asked (a server that does not let this client list them). */
 export type NamespaceCheck = { ok: true } | { ok: false; line: string } | { ok: 'unknown'; line: string };
@@ -28,7 +28,7 @@ export async function checkSearchAttributes(connection: NativeConnection, namesp
     };
   }
   const wrong = (Object.keys(SEARCH_ATTRIBUTES) as SearchAttributeName[]).filter(
-    (name) => registered[name] !== INDEXED[`INDEXED_VALUE_TYPE_${SEARCH_ATTRIBUTES[name].toUpperCase()}` as keyof typeof INDEXED],
+    (name) => registered[name] !== INDEXED_VALUE_TYPE[SEARCH_ATTRIBUTES[name]],
   );
   if (wrong.length === 0) return { ok: true };
   const mistyped = wrong.filter((name) => registered[name] !== undefined);

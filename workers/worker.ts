@@ -7,7 +7,8 @@
  *                       TEMPORAL_TLS_* (TLS and mTLS)
  *   TEMPORAL_TASK_QUEUE task queue (default "settle")
  *   DATABASE_URL        Postgres holding the endpoint records (required)
- *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start)
+ *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start; default:
+ *                           the package's own, built by `npm run build`, when it matches the installed SDK)
  *   SETTLE_METRICS_PORT optional: serve Prometheus metrics at :PORT/metrics (workers/metrics-server.ts)
  *
  * Logs are JSON, one object per line on stdout, and nothing else is printed (stderr only carries
@@ -45,10 +46,8 @@ async function main(): Promise<void> {
       log(`migration interrupted (${err.message}); waiting for the database again`);
     }
   }
-  const bundlePath = process.env.SETTLE_WORKFLOW_BUNDLE;
   const worker = await createSettleWorker({
     databaseUrl,
-    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : {}),
     // Start-up warnings (no per-call cgroup, development mode) as JSON lines like every other.
     warn: (line) => observability.log('warn', line),
   });

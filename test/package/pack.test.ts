@@ -196,5 +196,22 @@ describe('the packed package', () => {
     expect(result.outcome).toBe('completed');
     expect(result.calls.map((c) => c.resolution)).toEqual(['read']);
     expect(JSON.stringify(result.calls[0]!.observation)).toContain('hello from the consumer');
+
+    // The package carries its workflows pre-built: with the bundler's entry gone, a worker still
+    // starts (it never bundles) and runs the trajectory.
+    expect(packedFiles).toEqual(expect.arrayContaining(['dist/workflow-bundle.js', 'dist/workflow-bundle.js.sdk-version']));
+    const entry = path.join(consumer, 'node_modules/settle/dist/workflows/index.js');
+    fs.renameSync(entry, `${entry}.away`);
+    try {
+      const again = await inConsumer(
+        process.execPath,
+        ['trajectory.mjs', inject('temporalAddress'), inject('databaseUrl'), uniqueId('tq-pack'), workspace],
+        env,
+      );
+      const prebuilt = JSON.parse(again.stdout.trim().split('\n').at(-1)!) as { result: { outcome: string } };
+      expect(prebuilt.result.outcome).toBe('completed');
+    } finally {
+      fs.renameSync(`${entry}.away`, entry);
+    }
   }, 240_000);
 });
