@@ -144,6 +144,19 @@ export const callsQuery = defineQuery<CallReport[]>('calls');
 /** What the trajectory is waiting for right now (also its current details in the UI). */
 export const waitingForQuery = defineQuery<string>('waitingFor');
 
+/** An A3 call waiting for an approver, with what an approval lets run: the tool and its whole arguments. */
+export interface PendingApproval {
+  key: string;
+  turn: number;
+  callId: string;
+  tool: string;
+  /** The validated arguments, in full: a summary could leave out the part that matters. */
+  args: Record<string, unknown>;
+}
+
+/** The calls waiting for approval now, each with its full arguments (the console and `settle status` show them). */
+export const pendingApprovalsQuery = defineQuery<PendingApproval[]>('pendingApprovals');
+
 export const UPDATE_DESCRIPTIONS = {
   runTurn: "Runs one turn's calls and answers their observations (idempotent per trajectory and turn).",
   settleCall:

@@ -21,6 +21,7 @@ import type { AnyTeamTool, TeamTool } from '../activities/tools/team-tool';
 import {
   approveCallUpdate,
   callsQuery,
+  pendingApprovalsQuery,
   settleCallUpdate,
   waitingForQuery,
   type ApproveCallInput,
@@ -114,6 +115,7 @@ function callState(): TrajectoryState {
   });
   setHandler(callsQuery, () => state.reports);
   setHandler(waitingForQuery, () => state.waitingFor);
+  setHandler(pendingApprovalsQuery, () => state.pendingApprovals());
   shared = state;
   return state;
 }

@@ -11,7 +11,15 @@ import { fitObservation, REPORT_OBSERVATION_CHARS } from '../core/history-budget
 import type { RecordStateOrUnseen } from '../core/records';
 import { RunTurnInputSchema } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
-import type { ApproveCallInput, CallReport, CarriedState, FinishInput, RunTurnInput, SettleCallInput } from './definitions';
+import type {
+  ApproveCallInput,
+  CallReport,
+  CarriedState,
+  FinishInput,
+  PendingApproval,
+  RunTurnInput,
+  SettleCallInput,
+} from './definitions';
 import { Patches } from './patches';
 import type { LaneChoice } from '../core/tools/lanes';
 import {
@@ -57,6 +65,13 @@ export class TrajectoryState {
     this.lastPublished = startFingerprint();
     this.reports = carried?.reports ?? [];
     this.turnsDone = new Set(carried?.turnsDone ?? []);
+  }
+
+  /** The calls waiting for an approver, with their full arguments (the `pendingApprovals` query). */
+  pendingApprovals(): PendingApproval[] {
+    return this.reports
+      .filter((r) => r.resolution === 'awaiting_approval' && r.key !== null && this.awaitingApproval.has(r.key))
+      .map((r) => ({ key: r.key!, turn: r.turn, callId: r.callId, tool: r.tool, args: this.argsByKey.get(r.key!) ?? {} }));
   }
 
   // ── updates and their validators ──────────────────────────────────────────────────────────

@@ -41,6 +41,7 @@ import {
   approveCallUpdate,
   callsQuery,
   finishUpdate,
+  pendingApprovalsQuery,
   runTurnUpdate,
   settleCallUpdate,
   UPDATE_DESCRIPTIONS,
@@ -171,6 +172,9 @@ function installHandlers(ctx: CallContext): void {
   });
   setHandler(waitingForQuery, () => state.waitingFor, {
     description: 'What the trajectory waits for now (its current details): a one-line summary, then the exact command that unblocks it.',
+  });
+  setHandler(pendingApprovalsQuery, () => state.pendingApprovals(), {
+    description: 'The A3 calls waiting for approval, one object each: key, turn, callId, tool, args (in full: what an approval lets run).',
   });
   setHandler(settleCallUpdate, (s) => applyOperatorVerdict(state, s), {
     validator: (s: SettleCallInput) => state.validateSettleCall(s),

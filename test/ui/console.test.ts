@@ -18,7 +18,7 @@ import { Client, Connection } from '@temporalio/client';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { SettleClient } from '../../client/index';
 import { SETTLE_DIR } from '../../stack/paths';
-import { SETTLE_BIN } from '../support/cli';
+import { runSettle, SETTLE_BIN } from '../support/cli';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 import { TEST_OPERATOR } from '../support/operator';
 import { inDoubtShellCall, until, type InDoubtShellCall } from '../support/in-doubt';
@@ -135,12 +135,19 @@ describe('settle console, as an on-call SRE uses it', { timeout: 300_000 }, () =
     const a3 = uniqueId('a3');
     const a3Workspace = tempWorkspace('a3');
     await settle.start(a3, { workspace: a3Workspace, levelOverrides: { bash_execute: 'A3' } });
-    const turn = settle.runTurn(a3, 0, [{ call_id: 'migrate', tool: 'bash_execute', args: { command: 'echo migrated >> migrate.log' } }]);
+    // Long enough that a summary cut at 57 characters hid its last part (where the effect is).
+    const command = "echo 'routine housekeeping of the build cache, nothing to see here' >> effects.log";
+    const turn = settle.runTurn(a3, 0, [{ call_id: 'migrate', tool: 'bash_execute', args: { command } }]);
     const pending = await until(async () => {
       const s = await settle.status(a3);
       return s.status === 'waiting_approval' ? s : null;
     }, 'waiting_approval');
     const a3Key = pending.calls[0]!.key!;
+    // `settle status` lists the waiting approval with the whole command.
+    const status = await runSettle(['status', a3], { env: { TEMPORAL_ADDRESS: inject('temporalAddress') } });
+    expect(status.stdout, status.stdout + status.stderr).toContain(
+      `waiting for approval: ${a3Key.slice(0, 16)} turn 0 call migrate bash_execute ${JSON.stringify({ command, timeout_ms: 30000 })}\n`,
+    );
 
     const url = await startConsoleProcess();
     const origin = new URL(url).origin;
@@ -206,7 +213,10 @@ describe('settle console, as an on-call SRE uses it', { timeout: 300_000 }, () =
     );
     expect(await a3Row.locator('.state').innerText()).toContain('waiting for approval');
     expect(await a3Row.locator('.tool').innerText()).toBe('bash_execute');
-    expect(await a3Row.locator('.target').innerText()).toBe('echo migrated >> migrate.log');
+    // The whole arguments, escaped, not a summary: the appended `>> effects.log` shows.
+    // (The validated arguments: what runs, with the default timeout filled in.)
+    expect(await a3Row.locator('.target code').innerText()).toBe(JSON.stringify({ command, timeout_ms: 30000 }));
+    expect(await a3Row.locator('.target .shortened').count()).toBe(0);
     expect(await a3Row.locator('.generation').innerText()).toBe('-');
     // Sortable by age: the in-doubt call is older, first when oldest come first, last otherwise.
     const order = async () => page.locator('#inbox tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')));
@@ -251,7 +261,9 @@ describe('settle console, as an on-call SRE uses it', { timeout: 300_000 }, () =
       attempts: 1,
       approval: { approver: TEST_OPERATOR, reason: 'CHG-42' },
     });
-    expect(fs.readFileSync(path.join(a3Workspace, 'migrate.log'), 'utf8')).toBe('migrated\n');
+    expect(fs.readFileSync(path.join(a3Workspace, 'effects.log'), 'utf8')).toBe(
+      'routine housekeeping of the build cache, nothing to see here\n',
+    );
     expect((await store.get(a3Key))!).toMatchObject({ state: 'COMPLETED', generation: 1 });
     expect(JSON.stringify(await store.events(a3Key))).toContain(TEST_OPERATOR);
     await settle.finish(a3, 'completed', 'done');
