@@ -12,6 +12,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
@@ -294,6 +295,15 @@ describe('settle console, as an on-call SRE uses it', { timeout: 300_000 }, () =
     await operatorPage.goto(url, { waitUntil: 'load' });
     await operatorPage.locator(`tr[data-key="${key}"]`).waitFor();
     expect((await context.cookies()).map((c) => [c.name, c.domain])).toEqual([['settle_console', new URL(url).hostname]]);
+
+    // Nor can a neighbour take the console's port on ::1, where a browser may look for the name first.
+    const squatter = net.createServer();
+    const squat = await new Promise<string>((resolve) => {
+      squatter.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      squatter.listen(consolePort, '::1', () => resolve('listening'));
+    });
+    squatter.close();
+    expect(['EADDRINUSE', 'EADDRNOTAVAIL']).toContain(squat);
 
     // The same browser visits a neighbour on another loopback port, under every name that reaches it.
     const neighbour = await neighbourServer(consolePort);
