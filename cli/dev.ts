@@ -13,6 +13,7 @@ import { openDatabase, redactUrl } from '../activities/store/database';
 import { EndpointStore } from '../activities/store/endpoint-store';
 import { SettleClient } from '../client/index';
 import { startConsole } from './console/server';
+import { CONSOLE_URL_FILE, removeConsoleUrl, writeConsoleUrl } from './console/url-file';
 import { DEV_SETTINGS_FILE, removeDevSettings, writeDevSettings } from './dev-settings';
 import { devOperatorKey, devOperatorKeys } from './operator-key';
 import { startWorkerProcesses, WORKER_DRAIN_MS, type WorkerProcesses } from '../stack/worker-processes';
@@ -90,6 +91,7 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
       uiUrl: stack.temporal.uiUrl,
       namespace: settings.namespace,
     });
+    writeConsoleUrl(inbox.url);
     console.log(
       [
         'settle dev is up (Ctrl-C stops everything).',
@@ -100,7 +102,8 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
         // Terminals are scrolled back, recorded and shared: the password stays in the owner-only settings file.
         `  DATABASE_URL         ${redactUrl(settings.databaseUrl)} (with its password in ${DEV_SETTINGS_FILE}, which the CLI reads)`,
         `  operator key         ${operatorKey.file} (operator ${operatorKey.signer.operator}: settle resolve/approve sign with it)`,
-        `  console              ${inbox.url} (calls that need a person; the URL carries its access token)`,
+        // Its URL holds the access token and the name its cookie is bound to: a file for the operator, not this log.
+        `  console              open the URL in ${CONSOLE_URL_FILE} (owner-only; calls that need a person)`,
         processes
           ? `  workers              ${processes.pids.length} processes, pids ${processes.pids.join(' ')} (a kill drill: kill -9 PID; they end with settle dev)`
           : `  worker               in this process (settle dev --workers N runs N worker processes)`,
@@ -143,6 +146,7 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
   } finally {
     await processes?.stop(5_000);
     removeDevSettings();
+    removeConsoleUrl();
     await stack.stop();
   }
 }

@@ -11,6 +11,7 @@ import { databaseConfigured, withStatusReads, withStore } from './connections';
 import { formatTable } from './table';
 import { UsageError } from './usage-error';
 import { printable, printableLines } from './terminal-text';
+import { approvalArgsText } from './approval-args';
 
 export async function trajectoryStatus(id: string, opts: { json: boolean }): Promise<void> {
   await withStatusReads(async (reads) => {
@@ -99,4 +100,20 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
       ]),
     ),
   );
+  printApprovals(status);
+}
+
+/** What each waiting approval would let run, in full: the table's columns have no room for it. */
+function printApprovals(status: TrajectoryStatusReport): void {
+  if (status.approvals === null) {
+    console.log(
+      'waiting for approval: the trajectory did not report the calls’ whole arguments (no answer, or a worker from before the pendingApprovals query); read them in its history before approving',
+    );
+    return;
+  }
+  for (const a of status.approvals) {
+    console.log(
+      `waiting for approval: ${a.key.slice(0, 16)} turn ${a.turn} call ${printable(a.callId)} ${printable(a.tool)} ${approvalArgsText(a.args)}`,
+    );
+  }
 }

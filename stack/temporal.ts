@@ -3,11 +3,16 @@
  * (server + Web UI in one process) on free loopback ports, with settle's search attributes
  * registered at start.
  *
+ * Neither HTTP face answers a foreign Host (a DNS name rebound to loopback): the HTTP API through
+ * the server's own `frontend.httpAllowedHosts`, the Web UI through a checking proxy on its public
+ * port (host-check-proxy.ts), the UI itself on a hidden loopback address behind it.
+ *
  * The CLI binary is found in this order: $TEMPORAL_CLI, `temporal` on PATH, the cached
  * `.settle/bin/temporal`, a fresh `go install …/cli/cmd/temporal@v1.5.1` into `.settle/bin` when
  * Go is present, else the binary that @temporalio/testing downloads.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import { reapOnExit } from './reaper';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +20,7 @@ import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { BIN_DIR } from './paths';
 import { freePorts, isListening } from './ports';
+import { startHostCheckProxy, type HostCheckProxy } from './host-check-proxy';
 
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
@@ -80,6 +86,27 @@ export const LOW_LATENCY_DYNAMIC_CONFIG: Readonly<Record<string, number>> = {
 
 function dynamicConfigArgs(values: Readonly<Record<string, unknown>>): string[] {
   return Object.entries(values).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]);
+}
+
+/** The Host values a browser on this machine sends to a loopback port: any other is a rebound name. */
+function loopbackHosts(port: number): string[] {
+  return [`127.0.0.1:${port}`, `localhost:${port}`];
+}
+
+/**
+ * Where the Web UI itself listens, behind its proxy: a random address in 127.0.0.0/8 (all of it
+ * is loopback on Linux), so a rebinding page would have to guess 24 bits of address as well as the
+ * port to reach the UI around the proxy. Elsewhere only 127.0.0.1 is configured: the port alone hides it.
+ */
+function hiddenLoopbackAddress(): string {
+  if (process.platform !== 'linux') return '127.0.0.1';
+  const [a, b, c] = crypto.randomBytes(3);
+  return `127.${a}.${b}.${Math.max(2, c!)}`;
+}
+
+/** The UI's public port: the proxy that admits only loopback Hosts, forwarding to the hidden UI. */
+async function webUiProxy(publicPort: number, ui: { host: string; port: number }): Promise<HostCheckProxy> {
+  return startHostCheckProxy({ listen: { host: '127.0.0.1', port: publicPort }, target: ui, hosts: loopbackHosts(publicPort) });
 }
 
 export class TemporalCliNotFound extends Error {
@@ -153,7 +180,8 @@ async function startDevServer(
   options: StartTemporalOptions,
   log: (line: string) => void,
 ): Promise<TemporalHandle> {
-  const [freeGrpc, uiPort, httpPort, metricsPort] = (await freePorts(4)) as [number, number, number, number];
+  const [freeGrpc, uiPort, uiBackendPort, httpPort, metricsPort] = (await freePorts(5)) as [number, number, number, number, number];
+  const uiBackend = { host: hiddenLoopbackAddress(), port: uiBackendPort };
   let port = freeGrpc;
   if (options.port !== undefined) {
     if (await isListening(options.port)) log(`temporal: port ${options.port} is in use; using ${freeGrpc} instead`);
@@ -166,8 +194,10 @@ async function startDevServer(
     '127.0.0.1',
     '--port',
     String(port),
+    '--ui-ip',
+    uiBackend.host,
     '--ui-port',
-    String(uiPort),
+    String(uiBackend.port),
     '--http-port',
     String(httpPort),
     '--metrics-port',
@@ -178,6 +208,8 @@ async function startDevServer(
     'error',
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
     ...dynamicConfigArgs(options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG),
+    // Not among the dynamic config above: the bench's stock server ({}) keeps it too.
+    ...dynamicConfigArgs({ 'frontend.httpAllowedHosts': loopbackHosts(httpPort) }),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
   ];
   if (options.dbFile) ownerOnlyDatabase(options.dbFile);
@@ -219,6 +251,13 @@ async function startDevServer(
     await killGroup(child, exited);
     throw new Error(`temporal server start-dev did not come up (${ready}): ${output.trim().split('\n').slice(-5).join(' | ')}`);
   }
+  let proxy: HostCheckProxy;
+  try {
+    proxy = await webUiProxy(uiPort, uiBackend);
+  } catch (err) {
+    await killGroup(child, exited);
+    throw err;
+  }
   log(`temporal: ${binary} (${source}) serving ${address}, Web UI http://127.0.0.1:${uiPort}`);
   return {
     address,
@@ -227,7 +266,7 @@ async function startDevServer(
     source,
     pid: child.pid ?? null,
     dynamicConfig: options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG,
-    stop: () => killGroup(child, exited),
+    stop: () => proxy.close().then(() => killGroup(child, exited)),
   };
 }
 
@@ -285,7 +324,8 @@ async function killGroup(child: ChildProcess, exited: Promise<number | null>): P
 async function startViaTestingDownload(options: StartTemporalOptions, log: (line: string) => void): Promise<TemporalHandle> {
   log('temporal: no Temporal CLI found and no Go toolchain; asking @temporalio/testing to download one');
   const { TestWorkflowEnvironment } = await import('@temporalio/testing');
-  const [port, uiPort] = (await freePorts(2)) as [number, number];
+  const [port, uiPort, uiBackendPort] = (await freePorts(3)) as [number, number, number];
+  const uiBackend = { host: hiddenLoopbackAddress(), port: uiBackendPort };
   let env;
   try {
     env = await TestWorkflowEnvironment.createLocal({
@@ -293,9 +333,11 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
         ip: '127.0.0.1',
         port,
         ui: true,
-        uiPort,
+        uiPort: uiBackend.port,
         ...(options.dbFile ? { dbFilename: options.dbFile } : {}),
         extraArgs: [
+          '--ui-ip',
+          uiBackend.host,
           ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
           ...dynamicConfigArgs(options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG),
         ],
@@ -304,6 +346,13 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
   } catch (err) {
     throw new TemporalCliNotFound(notFoundMessage(`the download by @temporalio/testing failed: ${(err as Error).message.split('\n')[0]}`));
   }
+  let proxy: HostCheckProxy;
+  try {
+    proxy = await webUiProxy(uiPort, uiBackend);
+  } catch (err) {
+    await env.teardown();
+    throw err;
+  }
   return {
     address: `127.0.0.1:${port}`,
     namespace: 'default',
@@ -311,7 +360,7 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
     source: 'downloaded by @temporalio/testing',
     pid: null,
     dynamicConfig: options.dynamicConfig ?? LOW_LATENCY_DYNAMIC_CONFIG,
-    stop: () => env.teardown(),
+    stop: () => proxy.close().then(() => env.teardown()),
   };
 }
 

@@ -40,8 +40,8 @@ import { applyOperatorVerdict } from './settled-call';
 import {
   approveCallUpdate,
   callsQuery,
-  pendingApprovalsQuery,
   finishUpdate,
+  pendingApprovalsQuery,
   runTurnUpdate,
   settleCallUpdate,
   UPDATE_DESCRIPTIONS,

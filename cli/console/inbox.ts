@@ -1,14 +1,16 @@
 /**
  * The console's inbox: every call that needs a person, across all trajectories. IN_DOUBT and
  * IN_FLIGHT-past-its-lease records come from the endpoint store; calls waiting for approval from
- * Temporal visibility (SettlePendingApprovals > 0) and each such trajectory's `calls` query (an A3
- * call waits before its claim, so it has no record yet). Probe rounds and what the trajectory
- * waits for come from the same queries, each bounded by a deadline.
+ * Temporal visibility (SettlePendingApprovals > 0) and each such trajectory's `calls` and
+ * `pendingApprovals` queries (an A3 call waits before its claim, so it has no record yet; the
+ * query gives its whole arguments). Probe rounds and what the trajectory waits for come from the
+ * same queries, each bounded by a deadline.
  */
 import type { EndpointRecord, EndpointStore } from '../../activities/store/endpoint-store';
 import type { SettleClient } from '../../client/index';
 import { describeArgs } from '../../core/calls';
-import { callsQuery, waitingForQuery, type CallReport } from '../../workflows/definitions';
+import { callsQuery, pendingApprovalsQuery, waitingForQuery, type CallReport, type PendingApproval } from '../../workflows/definitions';
+import { approvalArgsText } from '../approval-args';
 import { SA_PENDING_APPROVALS, SA_TRAJECTORY_STATUS } from '../../workflows/search-attributes';
 
 export type InboxKind = 'in_doubt' | 'lapsed_lease' | 'approval';
@@ -20,8 +22,13 @@ export interface InboxItem {
   turn: number;
   callId: string;
   tool: string;
-  /** What the call acts on, from its recorded intent (path and hashes, command, hosts), else its arguments. */
+  /**
+   * What the call acts on, from its recorded intent (path and hashes, command, hosts), else its
+   * arguments. For a call waiting for approval: its whole arguments as escaped JSON.
+   */
   target: string;
+  /** A call waiting for approval whose worker did not give its whole arguments: `target` is the shortened summary. */
+  targetShortened?: boolean;
   /** The record's generation (null: no record yet, as for a call waiting for approval). */
   generation: number | null;
   /** When the call began to need a person (epoch ms): the record's last change, the lease's end, the wait's start. */
@@ -38,6 +45,8 @@ interface TrajectoryView {
   calls: CallReport[] | null;
   waitingFor: string | null;
   status: string | null;
+  /** The calls waiting for approval with their arguments (null: not asked, or a worker without the query). */
+  approvals: PendingApproval[] | null;
 }
 
 const QUERY_DEADLINE_MS = 3_000;
@@ -54,7 +63,8 @@ export async function collectInbox(client: SettleClient, store: EndpointStore, n
   const views = new Map<string, TrajectoryView>();
   await Promise.all(
     [...ids].slice(0, MAX_TRAJECTORIES).map(async (id) => {
-      views.set(id, await viewOf(client, id, approvals.find((a) => a.trajectoryId === id)?.status));
+      const approval = approvals.find((a) => a.trajectoryId === id);
+      views.set(id, await viewOf(client, id, approval?.status, approval !== undefined));
     }),
   );
   const items: InboxItem[] = [
@@ -66,6 +76,7 @@ export async function collectInbox(client: SettleClient, store: EndpointStore, n
     for (const call of view?.calls ?? []) {
       if (call.resolution !== 'awaiting_approval' || !call.key) continue;
       const wait = view?.waitingFor ? parseWait(view.waitingFor, call.key) : null;
+      const pending = view?.approvals?.find((a) => a.key === call.key);
       items.push({
         kind: 'approval',
         key: call.key,
@@ -73,7 +84,7 @@ export async function collectInbox(client: SettleClient, store: EndpointStore, n
         turn: call.turn,
         callId: call.callId,
         tool: call.tool,
-        target: wait?.target ?? '',
+        ...(pending ? { target: approvalArgsText(pending.args) } : { target: wait?.target ?? '', targetShortened: true }),
         generation: null,
         sinceMs: wait?.sinceMs ?? startMs,
         probes: null,
@@ -102,21 +113,32 @@ async function pendingApprovalTrajectories(
 }
 
 /** The trajectory's calls and current wait, if it answers within the deadline (a closed or workerless one may not). */
-async function viewOf(client: SettleClient, trajectoryId: string, knownStatus?: string | null): Promise<TrajectoryView> {
+async function viewOf(
+  client: SettleClient,
+  trajectoryId: string,
+  knownStatus: string | null | undefined,
+  waitsForApproval: boolean,
+): Promise<TrajectoryView> {
   const handle = client.handle(trajectoryId);
+  const unanswered = (): TrajectoryView => ({ calls: null, waitingFor: null, status: knownStatus ?? null, approvals: null });
   const answer = async (): Promise<TrajectoryView> => {
     const description = await handle.describe();
     const status = knownStatus ?? description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null;
-    if (description.status.name !== 'RUNNING') return { calls: null, waitingFor: null, status };
-    const [calls, waitingFor] = await Promise.all([handle.query(callsQuery), handle.query(waitingForQuery)]);
-    return { calls, waitingFor, status };
+    if (description.status.name !== 'RUNNING') return { calls: null, waitingFor: null, status, approvals: null };
+    const [calls, waitingFor, approvals] = await Promise.all([
+      handle.query(callsQuery),
+      handle.query(waitingForQuery),
+      // A worker from before the query does not know it: its rows keep the shortened summary, marked so.
+      waitsForApproval ? handle.query(pendingApprovalsQuery).catch(() => null) : null,
+    ]);
+    return { calls, waitingFor, status, approvals };
   };
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<TrajectoryView>((resolve) => {
-    timer = setTimeout(() => resolve({ calls: null, waitingFor: null, status: knownStatus ?? null }), QUERY_DEADLINE_MS);
+    timer = setTimeout(() => resolve(unanswered()), QUERY_DEADLINE_MS);
   });
   try {
-    return await Promise.race([answer().catch(() => ({ calls: null, waitingFor: null, status: knownStatus ?? null })), deadline]);
+    return await Promise.race([answer().catch(unanswered), deadline]);
   } finally {
     clearTimeout(timer);
   }

@@ -61,6 +61,7 @@ export function inboxPage(p: PageInput): Html {
           code {
             font-size: 12px;
             word-break: break-all;
+            white-space: pre-wrap;
           }
           .saw {
             max-width: 28em;
@@ -124,7 +125,15 @@ function row(item: InboxItem, p: PageInput): Html {
     <td class="age" data-since="${new Date(item.sinceMs).toISOString()}">${age(p.nowMs - item.sinceMs)}</td>
     <td class="state">${KIND_LABEL[item.kind]}${item.trajectoryStatus ? html`<br /><small>${item.trajectoryStatus}</small>` : ''}</td>
     <td class="tool">${item.tool}</td>
-    <td class="target"><code>${item.target || '-'}</code></td>
+    <td class="target">
+      <code>${item.target || '-'}</code>${
+        item.targetShortened
+          ? html`<br /><small class="shortened"
+                >shortened: this worker does not report the whole arguments; read them in the trajectory’s history before approving</small
+              >`
+          : ''
+      }
+    </td>
     <td class="trajectory">
       ${link ? html`<a href="${link}" target="_blank" rel="noopener noreferrer">${item.trajectoryId}</a>` : item.trajectoryId}
     </td>

@@ -26,9 +26,14 @@ export async function runConsole(opts: { port?: string; uiUrl?: string }): Promi
         uiUrl,
         namespace: client.client.options.namespace,
         port,
+      }).catch((err: Error) => {
+        throw err.message.startsWith('--port:') ? new UsageError(err.message) : err;
       });
+      // To the operator's terminal, which asked for it; `settle dev` leaves it in a file instead.
       console.log(`settle console for operator ${signer.operator}: ${running.url}`);
-      console.log('(the URL carries this start’s access token: open it yourself, do not share it; Ctrl-C stops)');
+      console.log(
+        '(the URL carries this start’s access token and secret host name: open it yourself, do not share it or log it; Ctrl-C stops)',
+      );
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

@@ -1,17 +1,22 @@
 /**
- * `settle console`'s web server: the inbox page and its two actions, on 127.0.0.1 only.
+ * `settle console`'s web server: the inbox page and its two actions, on loopback only.
  *
- * Access: a random token made at each start, given once in the URL printed at start; the first
- * visit trades it for an HttpOnly, SameSite=Strict cookie, and every request without that cookie
- * is refused. Writes also need the per-start CSRF token every form carries, and a Host (and, when
- * the browser sends one, Origin) naming this server, so another site or a rebound DNS name
- * cannot post. Who acts is the operator whose key the console signs with: every action mints an
- * operator credential from that key and goes through the CLI's own paths (cli/resolve-call.ts),
- * which land in the records' audit trail and the trajectories' histories.
+ * Its authority is a cookie, and a cookie is scoped to a host name, never to a port: under
+ * 127.0.0.1 or localhost every other local listener the browser visits would receive it. So the
+ * console answers only under a host name made at each start, `<128 random bits>.settle.localhost`
+ * (browsers resolve `*.localhost` to loopback without asking DNS), and its cookie is host-only on
+ * that name (no Domain). Nobody who lacks the name can have the browser send the cookie, and no
+ * refusal tells it. `__Host-` would need `Secure`, which a plain-http origin cannot set everywhere.
+ *
+ * Access: a random token, given once in the URL printed at start; the first visit trades it for
+ * an HttpOnly, SameSite=Strict cookie, and every request without that cookie is refused. Writes
+ * also need the per-start CSRF token every form carries, and an Origin (when the browser sends
+ * one) naming this server. Who acts is the operator whose key the console signs with: every
+ * action mints an operator credential from that key and goes through the CLI's own paths
+ * (cli/resolve-call.ts), which land in the records' audit trail and the trajectories' histories.
  */
 import crypto from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import type { EndpointStore } from '../../activities/store/endpoint-store';
 import type { OperatorKeys, OperatorSigner } from '../../activities/operator/operator-keys';
@@ -19,6 +24,7 @@ import type { SettleClient } from '../../client/index';
 import { approveCall, resolveCall, verdictOf } from '../resolve-call';
 import { workflowUrl } from '../ui';
 import { collectInbox } from './inbox';
+import { listenOnLoopback } from './loopback-listener';
 import { inboxPage, type AgeOrder } from './page';
 
 export interface ConsoleOptions {
@@ -35,9 +41,11 @@ export interface ConsoleOptions {
 }
 
 export interface RunningConsole {
-  /** The URL to open, with the access token: print it to the operator only. */
+  /** The URL to open, with the access token: give it to the operator only, never to a log. */
   url: string;
+  /** `http://<secret name>.settle.localhost:PORT`: as secret as the URL (it names where the cookie goes). */
   origin: string;
+  port: number;
   close(): Promise<void>;
 }
 
@@ -46,19 +54,13 @@ const COOKIE = 'settle_console';
 export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
   const token = randomToken();
   const csrf = randomToken();
+  const hostname = `${crypto.randomBytes(16).toString('hex')}.settle.localhost`;
   let origin = '';
   const app = consoleApp(options, { token, csrf, origin: () => origin });
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: options.port ?? 0, hostname: '127.0.0.1' }, () => resolve(s));
-    s.once('error', reject);
-  });
-  const { port } = server.address() as AddressInfo;
-  origin = `http://127.0.0.1:${port}`;
-  return {
-    url: `${origin}/?token=${token}`,
-    origin,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  const handle = getRequestListener((request) => app.fetch(request));
+  const listener = await listenOnLoopback((req, res) => void handle(req, res), options.port ?? 0);
+  origin = `http://${hostname}:${listener.port}`;
+  return { url: `${origin}/?token=${token}`, origin, port: listener.port, close: () => listener.close() };
 }
 
 function consoleApp(options: ConsoleOptions, secrets: { token: string; csrf: string; origin: () => string }): Hono {
@@ -73,6 +75,7 @@ function consoleApp(options: ConsoleOptions, secrets: { token: string; csrf: str
       return secured(
         new Response(null, {
           status: 303,
+          // No Domain: host-only, sent to this start's secret name and no other.
           headers: { Location: '/', 'Set-Cookie': `${COOKIE}=${secrets.token}; HttpOnly; SameSite=Strict; Path=/` },
         }),
       );
@@ -215,9 +218,10 @@ function innermost(err: unknown): string {
 /** Why a request is refused before any route sees it (null: admitted). */
 function admit(request: Request, method: string, secrets: { token: string; origin: () => string }): Response | null {
   const origin = secrets.origin();
-  const host = new URL(origin).host;
-  // A rebound DNS name reaches 127.0.0.1 with its own Host: refused.
-  if (request.headers.get('host') !== host) return plain(403, `Host: must be ${host} (settle console answers on 127.0.0.1 only)`);
+  // 127.0.0.1, localhost, a rebound DNS name: refused, without naming the one answered (the name is the secret).
+  if (request.headers.get('host')?.toLowerCase() !== new URL(origin).host) {
+    return plain(403, 'Host: is not this console’s (open the URL settle console printed at start)');
+  }
   const given = new URL(request.url).searchParams.get('token');
   if (method === 'GET' && given !== null) {
     return same(given, secrets.token)

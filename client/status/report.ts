@@ -5,7 +5,14 @@
  * which starts in a third of the time: both answer through this one assembly.
  */
 import { SEARCH_ATTRIBUTES } from '../../core/search-attributes';
-import { callsQuery, waitingForQuery, type CallReport, type TrajectoryResult } from '../../workflows/definitions';
+import {
+  callsQuery,
+  pendingApprovalsQuery,
+  waitingForQuery,
+  type CallReport,
+  type PendingApproval,
+  type TrajectoryResult,
+} from '../../workflows/definitions';
 
 /**
  * How long `status` waits for any one answer. The server keeps a dead worker's poller listed for
@@ -48,6 +55,11 @@ export interface TrajectoryStatusReport {
   pendingApprovals: number;
   waitingFor: string | null;
   calls: CallReport[];
+  /**
+   * The calls waiting for approval, with their whole arguments: [] when none waits; null when some
+   * wait but the trajectory did not say which (no worker, or one from before the query).
+   */
+  approvals: PendingApproval[] | null;
   /** Why the trajectory's own answer (calls, waitingFor) is missing, in one line; null when it answered or was not asked. */
   unanswered: string | null;
 }
@@ -104,6 +116,7 @@ export async function trajectoryStatusReport(
   const workerPolling = anyPollerLive(lastSeen);
   let calls: CallReport[] = [];
   let waitingFor: string | null = null;
+  let approvals: PendingApproval[] | null = description.pendingApprovals > 0 ? null : [];
   let unanswered: string | null = null;
   try {
     if (description.runStatus === 'COMPLETED') {
@@ -112,6 +125,10 @@ export async function trajectoryStatusReport(
     } else if (workerPolling) {
       calls = await reads.query<CallReport[]>(trajectoryId, callsQuery.name, deadlineMs);
       waitingFor = await reads.query<string | null>(trajectoryId, waitingForQuery.name, deadlineMs);
+      // Asked only when something waits: a worker from before the query answers nothing, not an error.
+      if (approvals === null) {
+        approvals = await reads.query<PendingApproval[]>(trajectoryId, pendingApprovalsQuery.name, deadlineMs).catch(() => null);
+      }
     }
   } catch (err) {
     unanswered = unansweredReason(err, deadlineMs, description.runStatus);
@@ -128,6 +145,7 @@ export async function trajectoryStatusReport(
     pendingApprovals: description.pendingApprovals,
     waitingFor,
     calls,
+    approvals,
     unanswered,
   };
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { SettleClient } from '../../client/index';
 import { sign } from '../../activities/capability/signer';
 import { writeDevSettings } from '../../cli/dev-settings';
+import { CONSOLE_URL_FILE } from '../../cli/console/url-file';
 import { startTemporal } from '../../stack/temporal';
 import type { TrajectoryResult } from '../../workflows/definitions';
 import { runSettle, SETTLE_BIN } from '../support/cli';
@@ -70,8 +71,8 @@ describe('item 13: terminal control characters from a model-chosen call id', () 
   });
 });
 
-describe('settle dev and the database password', () => {
-  it('prints DATABASE_URL without its password (the full URL is only in the owner-only settings file)', async () => {
+describe('settle dev, its database password and its console URL', () => {
+  it('prints DATABASE_URL without its password and no console URL (both only in owner-only files)', async () => {
     const databaseUrl = inject('databaseUrl');
     const password = decodeURIComponent(new URL(databaseUrl).password);
     expect(password.length).toBeGreaterThan(0);
@@ -88,6 +89,14 @@ describe('settle dev and the database password', () => {
       const line = stdout.split('\n').find((l) => l.includes('DATABASE_URL'))!;
       expect(line).toContain(`${new URL(databaseUrl).username}:***@`);
       expect(stdout + stderr).not.toContain(password);
+      // The console's URL (its access token, the secret name its cookie is bound to): in an owner-only file, not the output.
+      const consoleUrl = new URL(fs.readFileSync(CONSOLE_URL_FILE, 'utf8').trim());
+      expect(fs.statSync(CONSOLE_URL_FILE).mode & 0o777).toBe(0o600);
+      expect(consoleUrl.hostname).toMatch(/^[0-9a-f]{32}\.settle\.localhost$/);
+      const token = consoleUrl.searchParams.get('token')!;
+      expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(stdout).toContain(`console              open the URL in ${CONSOLE_URL_FILE}`);
+      for (const secret of [token, consoleUrl.hostname]) expect(stdout + stderr).not.toContain(secret);
     } finally {
       child.kill('SIGINT');
       await exited;

@@ -13,7 +13,7 @@ import { Client, Connection, WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { SettlePlugin, type SettlePluginOptions } from '../../api/worker';
 import { callKey } from '../../api/testing';
-import { callsQuery, waitingForQuery, type CallReport } from '../../api/workflow';
+import { callsQuery, pendingApprovalsQuery, waitingForQuery, type CallReport } from '../../api/workflow';
 import { SettleClient } from '../../client/index';
 import { sign } from '../../activities/capability/signer';
 import { makeWorkerPolicy } from '../../activities/worker-policy';
@@ -21,6 +21,7 @@ import type { KeyRing } from '../../activities/capability/keyring';
 import { installRuntime } from '../../workers/runtime';
 import { openTestDb, tempWorkspace, testKeyRing, testStore, testWorkspaceRoot, uniqueId } from '../support/env';
 import { approval, TEST_OPERATOR } from '../support/operator';
+import { runSettle } from '../support/cli';
 import { teamTools } from './fixtures/tools';
 import type { teamWorkflow } from './fixtures/workflows';
 
@@ -106,6 +107,14 @@ describe('an A3 call settled from a team workflow', () => {
     const key = callKey({ workflowId, callId: 'yes', tool: 'append_line', args: { file, text: 'approved' } });
     expect(first).toMatchObject({ key, level: 'A3' });
     expect(await handle.query(waitingForQuery)).toContain(`settle approve ${workflowId} ${key}`);
+    // What an approval lets run, whole, for a team's tool too: the query, and `settle status`.
+    expect(await handle.query(pendingApprovalsQuery)).toEqual([
+      { key, turn: first.turn, callId: 'yes', tool: 'append_line', args: { file, text: 'approved' } },
+    ]);
+    const status = await runSettle(['status', workflowId], { env: { TEMPORAL_ADDRESS: inject('temporalAddress') } });
+    expect(status.stdout).toContain(
+      `waiting for approval: ${key.slice(0, 16)} turn ${first.turn} call yes append_line ${JSON.stringify({ file, text: 'approved' })}\n`,
+    );
     expect(fs.existsSync(file)).toBe(false); // nothing runs before the approval
     expect(await settle.callKeys(workflowId)).toEqual([key]); // what `settle approve` resolves a key prefix against
     await settle.approve(workflowId, await approval(settle, workflowId, key, 'approve', 'change ticket CHG-7'));

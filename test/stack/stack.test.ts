@@ -2,6 +2,7 @@
  * The stack launcher's promises to a newcomer: it starts real servers, stops every process it
  * started, and fails with messages that say what to do.
  */
+import http from 'node:http';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,6 +14,18 @@ import { migrations } from '../../migrations/index';
 import { startTemporal, findTemporalCli, LOW_LATENCY_DYNAMIC_CONFIG, TemporalCliNotFound } from '../../stack/temporal';
 import { startPostgres } from '../../stack/postgres';
 import { isListening } from '../../stack/ports';
+
+/** The status of a GET to 127.0.0.1:port under the given Host (which fetch would not let a caller choose). */
+function statusUnderHost(port: number, path: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path, headers: { Host: host } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      })
+      .on('error', reject);
+  });
+}
 
 describe('stack launcher', () => {
   it('starts Temporal on a free port when the preferred one is taken, and stop leaves nothing listening', async () => {
@@ -34,6 +47,12 @@ describe('stack launcher', () => {
       expect(temporal.dynamicConfig).toEqual(LOW_LATENCY_DYNAMIC_CONFIG);
       const ui = Number(new URL(temporal.uiUrl!).port);
       expect((await fetch(temporal.uiUrl!)).status).toBe(200);
+      // Neither HTTP face answers a rebound DNS name: the UI's proxy (421), the HTTP API (403).
+      const httpPort = Number(argv[argv.indexOf('--http-port') + 1]);
+      expect(await statusUnderHost(ui, '/api/v1/namespaces', `evil.example:${ui}`)).toBe(421);
+      expect(await statusUnderHost(ui, '/api/v1/namespaces', `localhost:${ui}`)).toBe(200);
+      expect(await statusUnderHost(httpPort, '/api/v1/namespaces', `evil.example:${httpPort}`)).toBe(403);
+      expect(await statusUnderHost(httpPort, '/api/v1/namespaces', `127.0.0.1:${httpPort}`)).toBe(200);
       await temporal.stop();
       expect(await isListening(port)).toBe(false);
       expect(await isListening(ui)).toBe(false);

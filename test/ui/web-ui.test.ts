@@ -7,6 +7,9 @@
  *
  * The UI never reaches `networkidle` (it polls), so pages wait for `load` and then for what they
  * must show. Current details are rendered as Markdown inside an iframe.
+ *
+ * A page under a DNS name rebound to 127.0.0.1 (Chromium's resolver rules stand in for the
+ * attacker's DNS) gets neither the UI, nor its API, nor its CSRF cookie.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -145,5 +148,38 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     await frameWith(page, 'completed 1 calls');
     await shot(page, '3-trajectory-completed');
     await page.close();
+  });
+
+  it('refuses a page under a rebound DNS name: no UI, no API, no CSRF cookie; the real names still work', async () => {
+    const ui = inject('uiUrl')!;
+    const port = new URL(ui).port;
+    const rebound = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--host-resolver-rules=MAP evil.example 127.0.0.1',
+      ],
+    });
+    try {
+      const page = await rebound.newPage();
+      for (const path of ['/', '/api/v1/namespaces', '/api/v1/namespaces/default/workflows']) {
+        const refused = (await page.goto(`http://evil.example:${port}${path}`, { waitUntil: 'load' }))!;
+        expect(refused.status()).toBe(421);
+        expect((await page.locator('body').innerText()).trim()).toBe(
+          `Host: must be 127.0.0.1:${port} or localhost:${port} (got "evil.example:${port}")`,
+        );
+      }
+      expect(await page.context().cookies()).toEqual([]);
+      for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+        const answered = (await page.goto(`${origin}/api/v1/namespaces`, { waitUntil: 'load' }))!;
+        expect(answered.status()).toBe(200);
+        expect(await page.locator('body').innerText()).toContain('"default"');
+      }
+    } finally {
+      await rebound.close();
+    }
   });
 });
