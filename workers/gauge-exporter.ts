@@ -20,6 +20,9 @@ import { detectPooling } from '../activities/store/record-store-settings';
 /** The advisory lock's key: settle's own number, distinct from any other lock in the database. */
 export const EXPORTER_LOCK_KEY = 7_365_740_117n;
 
+/** The exporter's connection in pg_stat_activity (docs/deploying.md: monitoring may exempt it from long-transaction alerts). */
+export const EXPORTER_APPLICATION_NAME = 'settle-gauge-exporter';
+
 export class GaugeExporterLock {
   private client: pg.Client | null = null;
   private holding = false;
@@ -48,7 +51,13 @@ export class GaugeExporterLock {
     }
     if (!this.client) {
       this.scope ??= (await detectPooling(this.databaseUrl)) === 'session' ? 'session' : 'transaction';
-      const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 5_000, keepAlive: true });
+      const client = new pg.Client({
+        connectionString: this.databaseUrl,
+        connectionTimeoutMillis: 5_000,
+        keepAlive: true,
+        // Named in pg_stat_activity: behind a transaction pooler this session stays idle in transaction on purpose.
+        application_name: EXPORTER_APPLICATION_NAME,
+      });
       // A restart of PostgreSQL emits 'error' on the client: the lock is gone; the next refresh retries.
       const lost = () => {
         if (this.client === client) void this.drop();

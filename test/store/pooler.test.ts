@@ -9,7 +9,7 @@ import { detectPooling } from '../../activities/store/record-store-settings';
 import { migrateToLatest, openDatabase, useUnnamedStatements } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
 import { deriveKey } from '../../core/key';
-import { GaugeExporterLock } from '../../workers/gauge-exporter';
+import { EXPORTER_APPLICATION_NAME, GaugeExporterLock } from '../../workers/gauge-exporter';
 import { checkRecordStoreAtStart } from '../../workers/record-store-check';
 import { asAdmin, startPgBouncer, startPrimary, type PgBouncer, type Pg15Server } from '../support/postgres15';
 
@@ -94,6 +94,11 @@ describe('PgBouncer in front of PostgreSQL 15', { timeout: 120_000 }, () => {
       expect(await b.held()).toBe(false);
       expect(await a.held()).toBe(true); // still its own, statements later
       expect(await advisoryLocks()).toBe(1);
+      // The holder's server session, named, idle in its transaction (exempt from idle_in_transaction_session_timeout).
+      const sessions = await asAdmin(primary.adminUrl, (c) =>
+        c.query<{ state: string }>('SELECT state FROM pg_stat_activity WHERE application_name = $1', [EXPORTER_APPLICATION_NAME]),
+      );
+      expect(sessions.rows.map((r) => r.state)).toContain('idle in transaction');
       await a.close();
       expect(await b.held()).toBe(true);
 
