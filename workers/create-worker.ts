@@ -17,6 +17,7 @@ import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } fro
 import { tracingFromEnv, type Tracing } from './tracing';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from './workflow-bundle';
 import { checkRecordStoreAtStart } from './record-store-check';
+import type { PoolingMode } from '../core/record-store-requirements';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export { WORKFLOWS_PATH } from './workflow-bundle';
@@ -55,6 +56,11 @@ export interface SettleWorkerOptions {
    * (workers/record-store-check.ts; a failed check refuses the start).
    */
   warn?: (line: string) => void;
+  /**
+   * The pooler mode found by a record-store check the caller already ran (workers/worker.ts, before
+   * it migrates): the check is not run again. Otherwise it runs here, first.
+   */
+  recordStoreChecked?: PoolingMode;
   /** OpenTelemetry tracing of activities; default: as the environment asks (workers/tracing.ts), else none. */
   tracing?: Tracing | null;
   /**
@@ -89,7 +95,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   // Per-call cgroups, or a loud warning (stderr, once per process) that calls are bounded per process only.
   cgroupSupport(warn);
   // Before anything else connects: a record store that could forget a claim refuses the start.
-  const pooling = await checkRecordStoreAtStart(options.databaseUrl, warn);
+  const pooling = options.recordStoreChecked ?? (await checkRecordStoreAtStart(options.databaseUrl, warn));
   const tracing = options.tracing !== undefined ? options.tracing : tracingFromEnv('settle');
   const db = openDatabase(options.databaseUrl);
   if (pooling !== 'session') useUnnamedStatements(db);

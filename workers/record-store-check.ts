@@ -1,6 +1,7 @@
 /**
- * The record-store check at worker start (core/record-store-requirements.ts is the rule): one line
- * per finding that is not fine, with its fix; a refusal throws before the worker polls, so no
+ * The record-store check at worker start (core/record-store-requirements.ts is the rule): one
+ * warning line per finding that is not fine, with its fix; a refusal throws (its message is the
+ * failed finding, with its fix) before the worker polls, so no
  * claim is ever recorded where a crash or a failover could forget it (unless the operator
  * accepted that with SETTLE_RECORD_DURABILITY).
  */
@@ -31,14 +32,12 @@ export async function checkRecordStoreAtStart(
   const settings = await readRecordStoreSettings(databaseUrl);
   const findings = recordStoreFindings(settings, mode);
   for (const finding of findings) {
-    if (finding.level === 'fail') warn(`settle worker: REFUSED: ${finding.line}`);
-    else if (finding.level === 'warn') warn(`settle worker: WARNING: ${finding.line}`);
-    else if (finding.subject === 'pooler' && settings.pooling !== 'session') warn(`settle worker: ${finding.line}`);
+    if (finding.level === 'warn') warn(`settle worker: WARNING: ${finding.line}`);
+    else if (finding.level === 'ok' && finding.subject === 'pooler' && settings.pooling !== 'session')
+      warn(`settle worker: ${finding.line}`);
   }
-  const failures = findings.filter((f) => f.level === 'fail');
-  if (refused(findings)) {
-    const more = failures.length > 1 ? ` (and ${failures.length - 1} more, above)` : '';
-    throw new RecordStoreRefused(`settle worker: refused to start: ${failures[0]!.line}${more}`);
-  }
+  // The refusal is the error itself (one line; several failures, rare, joined): the caller prints it.
+  const failures = findings.filter((f) => f.level === 'fail').map((f) => f.line);
+  if (refused(findings)) throw new RecordStoreRefused(`refused to start: ${failures.join('; and ')}`);
   return settings.pooling;
 }

@@ -44,7 +44,7 @@ describe('PgBouncer in front of PostgreSQL 15', { timeout: 120_000 }, () => {
       expect.stringMatching(/^settle worker: pooler: transaction mode .*transaction-scoped locks and unnamed statements/),
     ]);
     await expect(checkRecordStoreAtStart(bouncers.statement!.url, () => {}, {})).rejects.toThrow(
-      /^settle worker: refused to start: pooler: statement mode .*set pool_mode = transaction or session for settle’s database$/,
+      /^refused to start: pooler: statement mode .*set pool_mode = transaction or session for settle’s database$/,
     );
   });
 
