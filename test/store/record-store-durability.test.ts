@@ -6,7 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRecordStoreAtStart, RecordStoreRefused } from '../../workers/record-store-check';
+import type { Worker } from '@temporalio/worker';
 import { createSettleWorker } from '../../workers/create-worker';
+import { SettlePlugin } from '../../workers/settle-plugin';
 import { asAdmin, setSynchronousStandbyNames, startPrimary, startStandby, waitFor, type Pg15Server } from '../support/postgres15';
 
 let primary: Pg15Server;
@@ -70,6 +72,18 @@ describe('record store check at worker start (PostgreSQL 15)', { timeout: 120_00
     } finally {
       delete process.env.SETTLE_RECORD_DURABILITY;
     }
+  });
+
+  it('SettlePlugin refuses in its run context, before the migrations and before the worker runs', async () => {
+    const plugin = new SettlePlugin({ databaseUrl: primary.url, warn: () => {} });
+    let ran = false;
+    const run = plugin.runWorker({} as Worker, async () => {
+      ran = true;
+    });
+    await expect(run).rejects.toBeInstanceOf(RecordStoreRefused);
+    expect(ran).toBe(false);
+    const tables = await asAdmin(primary.adminUrl, (c) => c.query("SELECT to_regclass('kysely_migration') AS t"));
+    expect(tables.rows[0]).toEqual({ t: null });
   });
 
   it('accepts the replica once it is a synchronous standby (synchronous_standby_names, synchronous_commit on)', async () => {
