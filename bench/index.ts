@@ -14,7 +14,9 @@
  *     plain / plain-local / recorded / recorded-local)
  *   BENCH_SCALE_LEVELS (default 10,100,400)
  *   BENCH_STOCK_SERVER=1                              the dev server without the low-latency dynamic config
- *   BENCH_POSTGRES_FLAGS='-c synchronous_commit=off'    more Postgres settings (diagnostics; recorded in results.json)
+ *   BENCH_POSTGRES_FLAGS='-c synchronous_commit=off'    more Postgres settings (diagnostics; recorded in results.json);
+ *                                                     a crash-unsafe one needs SETTLE_RECORD_DURABILITY=none too, or the
+ *                                                     settle worker refuses to start (docs/deploying.md)
  *   BENCH_CPU_PROF_DIR=/dir                           the settle and plain workers write V8 CPU profiles there
  *   BENCH_WORKER_NODE_FLAGS='--trace-gc'              more Node flags for both workers (diagnostics)
  *   BENCH_WORKER_OUTPUT_DIR=/dir                      each worker's stdout copied to <dir>/<pid>.log (diagnostics)

@@ -28,8 +28,11 @@ export async function withStore<T>(fn: (store: EndpointStore) => Promise<T>, opt
   const url = databaseUrl(options.why);
   // Kysely and pg only for commands that open the database: `settle status` of an answering trajectory does not.
   const { EndpointStore } = await import('../activities/store/endpoint-store');
-  const { openDatabase, redactUrl } = await import('../activities/store/database');
+  const { openDatabase, redactUrl, useUnnamedStatements } = await import('../activities/store/database');
   const db = openDatabase(url, { max: 1 });
+  // A command runs each statement a few times: naming them saves nothing, and behind a
+  // transaction-mode pooler a name prepared by an earlier command on a shared server session clashes.
+  useUnnamedStatements(db);
   try {
     return await fn(new EndpointStore(db));
   } catch (err) {

@@ -86,6 +86,17 @@ program
   });
 
 program
+  .command('doctor')
+  .description(
+    'Check what settle requires, from this environment: the record store (DATABASE_URL: durability, replicas, pooler, clock, schema, TLS) ' +
+      'and Temporal (connection, TLS, namespace, search attributes); one line each with its fix, exit 1 on a failure.',
+  )
+  .action(async () => {
+    const { runDoctor } = await import('./doctor/run');
+    process.exitCode = await runDoctor((line) => console.log(line));
+  });
+
+program
   .command('key')
   .description('Print the idempotency key (docs/design.md#key-derivation) of exactly these components; no defaults are applied to args.')
   .requiredOption('--trajectory <id>', 'trajectory (workflow) id')

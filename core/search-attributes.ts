@@ -20,3 +20,20 @@ export const SEARCH_ATTRIBUTES = {
 } as const;
 
 export type SearchAttributeName = keyof typeof SEARCH_ATTRIBUTES;
+
+export interface SearchAttributeProblem {
+  name: SearchAttributeName;
+  expected: string;
+  /** The type the namespace has under that name, or null when it has none. */
+  found: string | null;
+}
+
+/**
+ * What a namespace lacks of SEARCH_ATTRIBUTES, given its custom attributes (name → type, spelled
+ * as here: Keyword, Int, …): without them the trajectory workflows' upserts fail their tasks.
+ */
+export function searchAttributeProblems(registered: Readonly<Record<string, string>>): SearchAttributeProblem[] {
+  return (Object.entries(SEARCH_ATTRIBUTES) as [SearchAttributeName, string][])
+    .filter(([name, expected]) => registered[name] !== expected)
+    .map(([name, expected]) => ({ name, expected, found: registered[name] ?? null }));
+}

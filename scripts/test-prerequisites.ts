@@ -7,6 +7,10 @@
  *   bubblewrap  the shell tool's sandbox (test/tools, test/chaos, test/e2e)
  *   chromium    the Web UI test (test/ui; SETTLE_CHROMIUM names another binary)
  *   prometheus  promtool, for the alert rules' unit tests (test/ops; SETTLE_PROMTOOL names another binary)
+ *   postgresql-15  a primary and streaming replicas for the record-store checks (test/store, test/cli;
+ *                  SETTLE_PG15_BIN names another directory); only its programs are used, never the
+ *                  cluster the package may start
+ *   pgbouncer   a pooler in each mode in front of them (test/store; SETTLE_PGBOUNCER names another binary)
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,6 +40,11 @@ const PREREQUISITES: Prerequisite[] = [
     pkg: 'prometheus',
     present: () => (process.env.SETTLE_PROMTOOL ? fs.existsSync(process.env.SETTLE_PROMTOOL) : onPath('promtool')),
   },
+  {
+    pkg: 'postgresql-15',
+    present: () => fs.existsSync(path.join(process.env.SETTLE_PG15_BIN ?? '/usr/lib/postgresql/15/bin', 'pg_basebackup')),
+  },
+  { pkg: 'pgbouncer', present: () => fs.existsSync(process.env.SETTLE_PGBOUNCER ?? '/usr/sbin/pgbouncer') },
 ];
 
 function installer(): string[] | null {

@@ -10,13 +10,15 @@ import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '.
 import { createActivities } from '../activities/index';
 import { requireSearchAttributes } from './namespace-check';
 import { EndpointStore } from '../activities/store/endpoint-store';
-import { openDatabase } from '../activities/store/database';
+import { openDatabase, useUnnamedStatements } from '../activities/store/database';
 import { LeaseSweeper, type LeaseSweeperOptions } from '../activities/settled/lease-sweeper';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 import { operatorKeysFromEnv, type OperatorKeys } from '../activities/operator/operator-keys';
 import { ALLOW_NO_CAPABILITY_VARIABLE, loadWorkerPolicy, type WorkerPolicy } from '../activities/worker-policy';
 import { tracingFromEnv, type Tracing } from './tracing';
 import { PRELOAD_MODULES, prebuiltWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
+import { checkRecordStoreAtStart } from './record-store-check';
+import type { PoolingMode } from '../core/record-store-requirements';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export { WORKFLOWS_PATH } from './workflow-bundle';
@@ -51,8 +53,16 @@ export interface SettleWorkerOptions {
    * SETTLE_MODEL_KEY_ENVS, SETTLE_ALLOW_NO_CAPABILITY).
    */
   policy?: WorkerPolicy;
-  /** Where start-up warnings go (default: stderr). */
+  /**
+   * Where start-up warnings go (default: stderr): among them the record-store check's
+   * (workers/record-store-check.ts; a failed check refuses the start).
+   */
   warn?: (line: string) => void;
+  /**
+   * The pooler mode found by a record-store check the caller already ran (workers/worker.ts, before
+   * it migrates): the check is not run again. Otherwise it runs here, first.
+   */
+  recordStoreChecked?: PoolingMode;
   /** OpenTelemetry tracing of activities; default: as the environment asks (workers/tracing.ts), else none. */
   tracing?: Tracing | null;
   /**
@@ -92,8 +102,11 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   }
   // Per-call cgroups, or a loud warning (stderr, once per process) that calls are bounded per process only.
   cgroupSupport(warn);
+  // Before anything else connects: a record store that could forget a claim refuses the start.
+  const pooling = options.recordStoreChecked ?? (await checkRecordStoreAtStart(options.databaseUrl, warn));
   const tracing = options.tracing !== undefined ? options.tracing : tracingFromEnv('settle');
   const db = openDatabase(options.databaseUrl);
+  if (pooling !== 'session') useUnnamedStatements(db);
   // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
   registerWorkerServiceUrl(options.databaseUrl, 5432);
   registerWorkerServiceUrl(`temporal://${target.connectionOptions.address}`, 7233);

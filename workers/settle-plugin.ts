@@ -14,7 +14,7 @@ import { aiModelActivities, type LanguageModels } from '../activities/ai-sdk/mod
 import { aiToolActivities } from '../activities/ai-sdk/tool-descriptions';
 import { createActivities } from '../activities/index';
 import { EndpointStore } from '../activities/store/endpoint-store';
-import { migrateToLatest, openDatabase } from '../activities/store/database';
+import { migrateToLatest, openDatabase, useUnnamedStatements } from '../activities/store/database';
 import { LeaseSweeper, type LeaseSweeperOptions } from '../activities/settled/lease-sweeper';
 import { loadKeyRing, type KeyRing } from '../activities/capability/keyring';
 import { operatorKeysFromEnv, type OperatorKeys } from '../activities/operator/operator-keys';
@@ -24,6 +24,7 @@ import { ToolRegistry } from '../activities/tools/registry';
 import type { AnyTeamTool } from '../activities/tools/team-tool';
 import type { SideEffectLevel } from '../core/tools/catalog';
 import type { Lane } from '../core/tools/lanes';
+import { checkRecordStoreAtStart } from './record-store-check';
 
 /** Prepended to the workflow bundle's entries when the plugin runs AI SDK models. */
 const AI_SDK_GLOBALS = fileURLToPath(
@@ -73,7 +74,7 @@ export interface SettlePluginOptions {
   migrate?: boolean;
   /** The lease sweeper's pace (activities/settled/lease-sweeper.ts). */
   leaseSweeper?: Omit<LeaseSweeperOptions, 'identity' | 'onError'>;
-  /** Where warnings go (default: stderr). */
+  /** Where warnings go (default: stderr), the record-store check's at start among them (a failed check refuses the run). */
   warn?: (line: string) => void;
   /**
    * The AI SDK provider that runs `settledModel(modelId)` calls from the workflows (docs/ai-sdk.md),
@@ -162,6 +163,8 @@ function settleWorkerParts(options: SettlePluginOptions, polling: () => PollTarg
     try {
       const target = polling();
       if (target) await requireSearchAttributes(target.connection, target.namespace, warn);
+      // Before the first claim: a record store that could forget one refuses the start (record-store-check.ts).
+      if ((await checkRecordStoreAtStart(databaseUrl, warn)) !== 'session') useUnnamedStatements(db);
       if (options.migrate !== false) await migrateToLatest(databaseUrl);
       sweeper.start();
       await next();

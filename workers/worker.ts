@@ -16,16 +16,19 @@
  * start-up warnings and the Temporal SDK's own lines. (`npm run worker` adds npm's two-line banner
  * before the process starts; `npm run -s worker` leaves it out.)
  *
- * Waits for PostgreSQL with backoff (logging it) and runs migrations on start (safe with many
- * workers starting at once); survives PostgreSQL restarts while running. SIGTERM/SIGINT drain the
+ * Waits for PostgreSQL with backoff (logging it), checks it keeps what settle requires of a
+ * record store (docs/deploying.md: a refusal exits 1 with one line naming the setting), and runs
+ * migrations on start (safe with many workers starting at once); survives PostgreSQL restarts while running. SIGTERM/SIGINT drain the
  * worker gracefully: running activities finish or heartbeat out, then the process exits.
  */
 import { isTransient, migrateToLatest, redactUrl, waitForDatabase } from '../activities/store/database';
 import { jsonLine } from '../activities/observability/log';
 import { describeTarget, loadTemporalTarget } from '../client/connection';
 import { createSettleWorker } from './create-worker';
+import { checkRecordStoreAtStart, RecordStoreRefused } from './record-store-check';
+import type { PoolingMode } from '../core/record-store-requirements';
 import { startObservability } from './observability';
-import { errorMessage } from '../core/errors';
+import { errorMessage, InputError } from '../core/errors';
 
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
@@ -36,20 +39,27 @@ async function main(): Promise<void> {
   const observability = await startObservability({ databaseUrl, target: loadTemporalTarget() });
   // PostgreSQL may start after the worker, or restart while it starts: wait for it, saying so.
   const log = (line: string) => observability.log('info', `settle worker: ${line}`);
+  const warn = (line: string) => observability.log('warn', line);
+  let recordStoreChecked: PoolingMode | undefined;
   for (let attempt = 0; ; attempt++) {
     await waitForDatabase(databaseUrl, log);
     try {
+      // Before the migrations: a standby or a record store that could forget a claim is refused in one line.
+      recordStoreChecked ??= await checkRecordStoreAtStart(databaseUrl, warn);
       await migrateToLatest(databaseUrl);
       break;
     } catch (err) {
-      if (!(err instanceof Error) || !isTransient(err) || attempt >= 10) throw err;
+      // A refusal, or a bad SETTLE_RECORD_DURABILITY, is the operator's to fix: waiting cannot.
+      if (!(err instanceof Error) || err instanceof RecordStoreRefused || err instanceof InputError || !isTransient(err) || attempt >= 10)
+        throw err;
       log(`migration interrupted (${err.message}); waiting for the database again`);
     }
   }
   const worker = await createSettleWorker({
     databaseUrl,
-    // Start-up warnings (no per-call cgroup, development mode) as JSON lines like every other.
-    warn: (line) => observability.log('warn', line),
+    recordStoreChecked,
+    // Start-up warnings (no per-call cgroup, development mode, the record store's) as JSON lines like every other.
+    warn,
   });
   // The SDK shuts the worker down on SIGINT/SIGTERM by default; run() returns once it has drained.
   observability.log('info', 'settle worker: polling', {

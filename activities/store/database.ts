@@ -1,5 +1,5 @@
 /** Connection and migrations for the endpoint store. */
-import { Kysely, Migrator, PostgresDialect } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, type DialectAdapter } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from '../../migrations/index';
 import type { SettleDatabase } from './schema';
@@ -15,9 +15,20 @@ export interface OpenDatabaseOptions {
 }
 
 export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Kysely<SettleDatabase> {
+  const pool = openPool(url, options.max ?? 10);
+  const log = options.log;
+  const db = new Kysely<SettleDatabase>({
+    dialect: new PostgresDialect({ pool }),
+    ...(log ? { log: (event) => (event.level === 'query' ? log(event.query.sql) : undefined) } : {}),
+  });
+  directAccess.set(db, { pool, namedStatements: true, ...(log ? { log } : {}) });
+  return db;
+}
+
+function openPool(url: string, max: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.max ?? 10,
+    max,
     // A server that is down or paused must fail a statement, not hang it (callers retry).
     connectionTimeoutMillis: 5_000,
     keepAlive: true,
@@ -28,19 +39,24 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Ky
   // statement fails (and is retried by its caller), and the pool discards the broken client.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const log = options.log;
-  const db = new Kysely<SettleDatabase>({
-    dialect: new PostgresDialect({ pool }),
-    ...(log ? { log: (event) => (event.level === 'query' ? log(event.query.sql) : undefined) } : {}),
-  });
-  directAccess.set(db, { pool, ...(log ? { log } : {}) });
-  return db;
+  return pool;
 }
 
 /** The pool under a handle made by openDatabase, for statements that run as named prepared statements (prepared.ts). */
 export interface DirectAccess {
   pool: pg.Pool;
   log?: (sql: string) => void;
+  /**
+   * Whether statements may be prepared by name on a connection: not through a pooler that shares
+   * server sessions, where a name prepared on one server session is unknown to the next.
+   */
+  namedStatements: boolean;
+}
+
+/** For a handle whose connections share server sessions (a transaction-mode pooler): statements run unnamed. */
+export function useUnnamedStatements(db: object): void {
+  const direct = directAccess.get(db);
+  if (direct) direct.namedStatements = false;
 }
 
 const directAccess = new WeakMap<object, DirectAccess>();
@@ -141,23 +157,41 @@ export function redactUrl(url: string): string {
 const MIGRATION_LOCK_ID = 0x5e771e;
 
 /**
- * Brings the schema to the latest migration. Safe to run concurrently (a session advisory lock
- * serialises migrators, Kysely's own lock table guards the rest) and repeatedly (no-op when
- * up to date).
+ * Brings the schema to the latest migration. Safe to run concurrently (an advisory lock
+ * serialises migrators) and repeatedly (no-op when up to date).
+ *
+ * The lock is transaction-scoped, held by a transaction kept open on a connection of its own
+ * while the migrations run: through a transaction-mode pooler that transaction keeps one server
+ * session, and the lock ends with it however the migrator ends. A session-level lock there would
+ * be taken on one server session and released (or not) on another, leaving the next migrator
+ * waiting. Kysely's own migration lock is session-level, so it is left out (migrationDialect).
  */
 export async function migrateToLatest(url: string): Promise<string[]> {
   const lockClient = new pg.Client({ connectionString: url });
   lockClient.on('error', () => {}); // a restart during migration fails the statement in flight, not the process
   await lockClient.connect();
-  const db = openDatabase(url, { max: 2 });
+  const db = new Kysely<SettleDatabase>({ dialect: migrationDialect(openPool(url, 2)) });
   try {
-    await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    await lockClient.query('BEGIN');
+    await lockClient.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_ID]);
     const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
     if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   } finally {
-    await lockClient.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {});
+    await lockClient.query('ROLLBACK').catch(() => {}); // ends the transaction, and so the lock
     await lockClient.end().catch(() => {});
     await db.destroy();
   }
+}
+
+/** Postgres, without Kysely's session-level migration lock: migrateToLatest holds its own, transaction-scoped. */
+function migrationDialect(pool: pg.Pool): PostgresDialect {
+  return new (class extends PostgresDialect {
+    override createAdapter(): DialectAdapter {
+      return new (class extends PostgresAdapter {
+        override async acquireMigrationLock(): Promise<void> {}
+        override async releaseMigrationLock(): Promise<void> {}
+      })();
+    }
+  })({ pool });
 }

@@ -8,7 +8,8 @@
  *
  * On a handle from openDatabase, it runs as a *named* prepared statement: each connection parses
  * and plans it once, later executions only bind and execute (the endpoint store's CTEs cost
- * Postgres more to parse and plan than to run). Elsewhere it runs through Kysely.
+ * Postgres more to parse and plan than to run), unless the handle's connections share server
+ * sessions (a transaction-mode pooler: useUnnamedStatements). Elsewhere it runs through Kysely.
  */
 import crypto from 'node:crypto';
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
@@ -48,7 +49,11 @@ export class PreparedStatement<P extends Record<string, ParamValue>, R> {
     const direct = directAccessOf(db);
     if (!direct) return db.executeQuery<R>({ ...this.compiled, parameters });
     direct.log?.(this.compiled.sql);
-    const result = await direct.pool.query({ name: this.name, text: this.compiled.sql, values: parameters });
+    const result = await direct.pool.query({
+      ...(direct.namedStatements ? { name: this.name } : {}),
+      text: this.compiled.sql,
+      values: parameters,
+    });
     return { rows: result.rows as R[] };
   }
 }

@@ -158,7 +158,10 @@ async function withServedTemporal(file: string, postgres: PostgresHandle, log: (
   };
 }
 
-/** BENCH_POSTGRES_FLAGS: more server settings for a diagnostic run, e.g. `-c synchronous_commit=off`. */
+/**
+ * BENCH_POSTGRES_FLAGS: more server settings for a diagnostic run, e.g. `-c synchronous_commit=off`
+ * (with SETTLE_RECORD_DURABILITY=none: the settle worker refuses a crash-unsafe record store otherwise).
+ */
 export function extraPostgresFlags(): string[] {
   return (process.env.BENCH_POSTGRES_FLAGS ?? '').split(/\s+/).filter(Boolean);
 }

@@ -27,7 +27,7 @@ describe('the compiled CLI of a checkout', () => {
     { args: ['--help'] },
     { args: [] },
     ...['demo', 'dev', 'console', 'migrate', 'key', 'canonicalize', 'tools', 'records', 'show', 'start', 'status', 'approve', 'resolve']
-      .concat(['lint', 'stats', 'breakeven', 'cost', 'cap', 'operator'])
+      .concat(['doctor', 'lint', 'stats', 'breakeven', 'cost', 'cap', 'operator'])
       .map((c) => ({ args: [c, '--help'] })),
     { args: ['cap', 'check', '--help'] },
     { args: ['operator', 'keygen', '--help'] },
