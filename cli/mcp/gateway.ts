@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { lintDocument } from '../../workbench/lint/index';
 import { formatFinding } from '../../workbench/lint/index';
@@ -29,11 +29,10 @@ import type { Observation } from '../../core/observation';
 import type { SideEffectLevel } from '../../core/tools/catalog';
 import type { AnyTeamTool } from '../../activities/tools/team-tool';
 import type { SettledResult } from '../../workflows/team-calls';
-import { mcpCallUpdate, mcpCloseSignal, type McpCallInput } from '../../workflows/mcp-definitions';
-import type { mcpSessionWorkflow } from '../../workflows/mcp-session';
+import type { McpCallInput } from '../../workflows/mcp-definitions';
 import { SettlePlugin } from '../../workers/settle-plugin';
-import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../../core/tools/lanes';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
+import { SessionWorkflow } from './session-workflow';
 
 /** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
 export const CALL_ID_META = 'io.settle/call_id';
@@ -98,14 +97,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   const connection = await Connection.connect({ address: options.temporalAddress });
   const client = new Client({ connection, namespace: options.namespace });
-  // One workflow per trajectory: a gateway started again with the same trajectory joins it.
-  const handle = await client.workflow.start<typeof mcpSessionWorkflow>('mcpSessionWorkflow', {
-    workflowId: options.trajectoryId,
+  // One workflow per trajectory: a gateway started again with the same trajectory joins it, or starts its next run.
+  const session = await SessionWorkflow.open(client, {
+    trajectoryId: options.trajectoryId,
     taskQueue: options.taskQueue,
-    args: [{ server: served.server }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    // What notices a dead gateway worker in the middle of a local-lane call (core/tools/lanes.ts).
-    workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
+    server: served.server,
   });
   log(`settle mcp: serving ${served.listed.length} tool(s) of ${served.server} in trajectory ${options.trajectoryId}`);
 
@@ -113,7 +109,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // gateway never mistakes a new call for an old one (and never deduplicates a retry: see docs/mcp.md).
   const processId = randomUUID().slice(0, 8);
   let counter = 0;
-  const ctx: CallContext = { ...options, served, handle, ring, nextCallId: () => `auto-${processId}-${++counter}` };
+  const ctx: CallContext = { ...options, served, session, ring, nextCallId: () => `auto-${processId}-${++counter}` };
 
   return {
     server() {
@@ -127,7 +123,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return mcp;
     },
     async close() {
-      await handle.signal(mcpCloseSignal).catch(() => {});
+      await session.close().catch(() => {});
       worker.shutdown();
       await running.catch(() => {});
       if (source.kind === 'upstream') await source.upstream.close();
@@ -174,7 +170,7 @@ function workspaceCatalog(capability: boolean, log: (line: string) => void): Ser
 
 interface CallContext extends GatewayOptions {
   served: Served;
-  handle: WorkflowHandle<typeof mcpSessionWorkflow>;
+  session: SessionWorkflow;
   ring: KeyRing | null;
   nextCallId: () => string;
 }
@@ -245,7 +241,7 @@ async function settledCall(
     ...(ctx.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: ctx.approvalTimeoutMs } : {}),
   };
   try {
-    const settled = await ctx.handle.executeUpdate(mcpCallUpdate, { args: [input], updateId });
+    const settled = await ctx.session.call(input, updateId);
     const meta = { 'io.settle/key': settled.key, 'io.settle/resolution': settled.resolution, 'io.settle/state': settled.state };
     const result = answer(settled);
     if (!result) {

@@ -67,7 +67,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const dev = process.env.TEMPORAL_ADDRESS ? null : readDevSettings();
   const temporalAddress = process.env.TEMPORAL_ADDRESS || dev?.temporalAddress;
   if (!temporalAddress) throw new UsageError('TEMPORAL_ADDRESS: must be set (or run `settle dev`, whose settings the CLI then finds)');
-  installRuntime('WARN');
+  // Over HTTP the gateway stops on SIGTERM/SIGINT itself: it closes the session while its worker still runs.
+  installRuntime('WARN', opts.http !== undefined ? { shutdownSignals: [] } : {});
   const gateway = await startGateway({
     source,
     trajectoryId,
@@ -232,5 +233,8 @@ async function serveHttp(
     process.once('SIGINT', resolve);
   });
   httpServer.close();
+  httpServer.closeAllConnections(); // a client's open event stream must not hold the stop
   await gateway.close();
+  // Stopped: a socket some library left open (seen: one to Postgres) must not keep the process running.
+  process.exit(0);
 }
