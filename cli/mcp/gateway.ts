@@ -33,6 +33,8 @@ import type { McpCallInput } from '../../workflows/mcp-definitions';
 import { SettlePlugin } from '../../workers/settle-plugin';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
 import { SessionWorkflow } from './session-workflow';
+import { refuseOperatorTools } from './operator-keys';
+import type { OperatorKeys } from '../../activities/operator/operator-keys';
 
 /** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
 export const CALL_ID_META = 'io.settle/call_id';
@@ -56,6 +58,8 @@ export interface GatewayOptions {
   databaseUrl: string;
   /** The session's capability (checked for every call), or null when the operator serves ungated. */
   capability: CapabilityToken | null;
+  /** What the worker verifies operator credentials with (operator-keys.ts); null: none, and tools needing an operator are not served. */
+  operatorKeys: OperatorKeys | null;
   /** How long an A3 call waits for `settle approve` before it is denied (default: settled()'s, one hour). */
   approvalTimeoutMs?: number;
   /** A pre-built bundle of settle's workflows (SETTLE_WORKFLOW_BUNDLE); else bundled at start. */
@@ -72,7 +76,10 @@ export interface Gateway {
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { source, log } = options;
-  const served = source.kind === 'upstream' ? await upstreamCatalog(source, log) : workspaceCatalog(options.capability !== null, log);
+  const served =
+    source.kind === 'upstream'
+      ? await upstreamCatalog(source, options.operatorKeys !== null, log)
+      : workspaceCatalog(options.capability !== null, log);
   const ring = options.capability ? loadKeyRing() : null;
 
   const nativeConnection = await NativeConnection.connect({ address: options.temporalAddress });
@@ -81,6 +88,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       new SettlePlugin({
         tools: served.definitions,
         databaseUrl: options.databaseUrl,
+        operatorKeys: options.operatorKeys,
         warn: log,
         ...(source.kind === 'workspace' ? { workspace: source.dir, policy: source.policy } : {}),
       }),
@@ -142,11 +150,16 @@ interface Served {
   tools: Map<string, { kind: 'upstream'; tool: GatewayTool } | { kind: 'workspace'; tool: WorkspaceTool }>;
 }
 
-async function upstreamCatalog(source: Extract<GatewaySource, { kind: 'upstream' }>, log: (line: string) => void): Promise<Served> {
+async function upstreamCatalog(
+  source: Extract<GatewaySource, { kind: 'upstream' }>,
+  operatorKeys: boolean,
+  log: (line: string) => void,
+): Promise<Served> {
   const { upstream, registry } = source;
   const listed = await upstream.listTools();
   lintUpstream(listed, registry.server, log);
   const { definitions, tools } = gatewayTools(upstream, listed, registry);
+  if (!operatorKeys) refuseOperatorTools(tools);
   for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
   return {
     server: registry.server,

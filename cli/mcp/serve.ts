@@ -20,6 +20,7 @@ import { databaseUrl } from '../connections';
 import { readDevSettings } from '../dev-settings';
 import { UsageError } from '../usage-error';
 import { printable } from '../terminal-text';
+import { gatewayOperatorKeys } from './operator-keys';
 import { allowedOrigins, bearerToken, gatewayHosts, refusal, type HttpAccess } from './http-guard';
 import { readCapability, startGateway, WORKSPACE_SERVER, type Gateway, type GatewaySource } from './gateway';
 
@@ -77,6 +78,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
     databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
     capability,
+    operatorKeys: gatewayOperatorKeys(),
     ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
     ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
     log,
