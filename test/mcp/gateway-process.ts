@@ -18,6 +18,7 @@ const NODE_MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.ur
 export const FILESYSTEM_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
 export const MEMORY_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-memory/dist/index.js');
 export const LYING_SERVER = fileURLToPath(new URL('./fixtures/lying-server.ts', import.meta.url));
+export const TERMINAL_SERVER = fileURLToPath(new URL('./fixtures/terminal-server.ts', import.meta.url));
 
 /** A command line running `script` with this Node (TypeScript through tsx), quoted as --upstream takes it. */
 export function nodeCommand(script: string, ...args: string[]): string {

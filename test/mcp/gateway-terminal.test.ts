@@ -1,0 +1,35 @@
+/**
+ * What an upstream writes reaches the operator's terminal escaped (cli/terminal-text.ts, as
+ * `settle lint --mcp` prints it): its stderr, its tool names and property names in the gateway's
+ * log carry no raw control or bidi characters that could retitle, clear or rewrite the screen.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { uniqueId } from '../support/env';
+import { until } from '../support/in-doubt';
+import { closeGateways, nodeCommand, startGateway, TERMINAL_SERVER } from './gateway-process';
+
+afterAll(() => closeGateways());
+
+// eslint-disable-next-line no-control-regex -- finding raw control characters is the point
+const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+it("escapes an upstream's stderr, tool names and property names in the gateway's log", async () => {
+  const gateway = await startGateway([
+    '--upstream',
+    nodeCommand(TERMINAL_SERVER),
+    '--name',
+    'terminal',
+    '--ungated',
+    '--task-queue',
+    uniqueId('mcp-term'),
+  ]);
+  const log = await until(async () => /settle mcp: serving/.test(gateway.stderr()) && gateway.stderr(), 'the gateway serving', 60_000);
+  expect(log).toContain('upstream: starting \\x1b]0;pwned\\x07\\x1b[2J\\x1b[H\\u202eevil');
+  expect(log).toMatch(/wipe\\x1b\[2J.* is listed but not served/);
+  expect(log).toMatch(/settle mcp lint \(terminal\): .*wipe\\x1b\[2J/);
+  expect(log).not.toMatch(RAW);
+  // The client still sees the tools exactly as the server wrote them: escaping is the terminal's.
+  const { tools } = await gateway.client.listTools();
+  expect(tools[0]?.name).toBe('wipe\x1b[2J');
+  await gateway.close();
+}, 120_000);
