@@ -27,6 +27,7 @@ it("escapes an upstream's stderr, tool names and property names in the gateway's
   expect(log).toContain('upstream: starting \\x1b]0;pwned\\x07\\x1b[2J\\x1b[H\\u202eevil');
   expect(log).toMatch(/wipe\\x1b\[2J.* is listed but not served/);
   expect(log).toMatch(/settle mcp lint \(terminal\): .*wipe\\x1b\[2J/);
+  expect(log).toContain('x\\x1b[31m\\u202e'); // the property name, in a lint finding
   expect(log).not.toMatch(RAW);
   // The client still sees the tools exactly as the server wrote them: escaping is the terminal's.
   const { tools } = await gateway.client.listTools();
