@@ -36,6 +36,7 @@ export function registerMcpCommands(program: Command): void {
       [],
     )
     .option('--workspace <dir>', "instead of --upstream: serve settle's own tools (file_view, file_edit, …), run in this directory")
+    .option('--lint-details', "log each lint finding on the upstream's tools at start (default: one summary line)")
     .option('--approval-timeout <duration>', 'how long an A3 call waits for `settle approve` before it is denied, e.g. 30m (default 1h)')
     .action(async (opts: ServeOptions) => {
       const { serve } = await import('./serve');

@@ -13,8 +13,6 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { lintDocument } from '../../workbench/lint/index';
-import { formatFinding } from '../../workbench/lint/index';
 import { deriveKey } from '../../core/key';
 import { errorMessage, InputError } from '../../core/errors';
 import { CapabilityToken } from '../../core/capability/token';
@@ -33,6 +31,7 @@ import type { McpCallInput } from '../../workflows/mcp-definitions';
 import { SettlePlugin } from '../../workers/settle-plugin';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
 import { SessionWorkflow } from './session-workflow';
+import { lintUpstream } from './upstream-lint';
 import { refuseOperatorTools } from './operator-keys';
 import type { OperatorKeys } from '../../activities/operator/operator-keys';
 
@@ -60,6 +59,8 @@ export interface GatewayOptions {
   capability: CapabilityToken | null;
   /** What the worker verifies operator credentials with (operator-keys.ts); null: none, and tools needing an operator are not served. */
   operatorKeys: OperatorKeys | null;
+  /** Every lint finding on the upstream's tools in the log, not one summary line (`--lint-details`). */
+  lintDetails?: boolean;
   /** How long an A3 call waits for `settle approve` before it is denied (default: settled()'s, one hour). */
   approvalTimeoutMs?: number;
   /** A pre-built bundle of settle's workflows (SETTLE_WORKFLOW_BUNDLE); else bundled at start. */
@@ -78,7 +79,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { source, log } = options;
   const served =
     source.kind === 'upstream'
-      ? await upstreamCatalog(source, options.operatorKeys !== null, log)
+      ? await upstreamCatalog(source, options.operatorKeys !== null, options, log)
       : workspaceCatalog(options.capability !== null, log);
   const ring = options.capability ? loadKeyRing() : null;
 
@@ -153,11 +154,12 @@ interface Served {
 async function upstreamCatalog(
   source: Extract<GatewaySource, { kind: 'upstream' }>,
   operatorKeys: boolean,
+  options: Pick<GatewayOptions, 'lintDetails'>,
   log: (line: string) => void,
 ): Promise<Served> {
   const { upstream, registry } = source;
   const listed = await upstream.listTools();
-  lintUpstream(listed, registry.server, log);
+  lintUpstream(listed, registry.server, options.lintDetails === true, log);
   const { definitions, tools } = gatewayTools(upstream, listed, registry);
   if (!operatorKeys) refuseOperatorTools(tools);
   for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
@@ -296,16 +298,6 @@ async function capabilityDenial(ctx: CallContext, server: string, tool: string, 
 
 function toolError(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
-}
-
-/** settle lint over the upstream's definitions: the findings are the operator's to read, never the model's. */
-function lintUpstream(listed: readonly UpstreamTool[], server: string, log: (line: string) => void): void {
-  try {
-    const { findings } = lintDocument({ tools: listed });
-    for (const f of findings) log(`settle mcp lint (${server}): ${formatFinding(f)}`);
-  } catch (err) {
-    log(`settle mcp lint (${server}): could not lint the upstream's tools: ${errorMessage(err)}`);
-  }
 }
 
 /** Reads a capability token file (JSON); throws InputError naming the flag. */

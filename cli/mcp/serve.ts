@@ -39,6 +39,7 @@ export interface ServeOptions {
   allowOrigin: string[];
   workspace?: string;
   approvalTimeout?: string;
+  lintDetails?: boolean;
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
@@ -79,6 +80,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
     capability,
     operatorKeys: gatewayOperatorKeys(),
+    lintDetails: opts.lintDetails === true,
     ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
     ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
     log,
@@ -112,6 +114,7 @@ function workspaceSource(opts: ServeOptions, dir: string): GatewaySource {
     if (opts[flag] !== undefined) throw new UsageError(`--${flag}: only with --upstream (--workspace serves settle's own tools)`);
   }
   if (opts.env.length > 0) throw new UsageError('--env: only with --upstream (--workspace starts no server)');
+  if (opts.lintDetails) throw new UsageError("--lint-details: only with --upstream (settle's own tools are linted with settle)");
   let real: string;
   try {
     real = fs.realpathSync(path.resolve(dir));

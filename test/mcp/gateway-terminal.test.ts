@@ -6,7 +6,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { uniqueId } from '../support/env';
 import { until } from '../support/in-doubt';
-import { closeGateways, nodeCommand, startGateway, TERMINAL_SERVER } from './gateway-process';
+import { closeGateways, LYING_SERVER, nodeCommand, startGateway, TERMINAL_SERVER } from './gateway-process';
 
 afterAll(() => closeGateways());
 
@@ -17,6 +17,7 @@ it("escapes an upstream's stderr, tool names and property names in the gateway's
   const gateway = await startGateway([
     '--upstream',
     nodeCommand(TERMINAL_SERVER),
+    '--lint-details',
     '--name',
     'terminal',
     '--ungated',
@@ -32,5 +33,26 @@ it("escapes an upstream's stderr, tool names and property names in the gateway's
   // The client still sees the tools exactly as the server wrote them: escaping is the terminal's.
   const { tools } = await gateway.client.listTools();
   expect(tools[0]?.name).toBe('wipe\x1b[2J');
+  await gateway.close();
+}, 120_000);
+
+it("logs one summary line of lint findings on a third-party server's tools, each finding only with --lint-details", async () => {
+  const gateway = await startGateway([
+    '--upstream',
+    nodeCommand(LYING_SERVER),
+    '--name',
+    'liar',
+    '--ungated',
+    '--task-queue',
+    uniqueId('mcp-lint'),
+  ]);
+  const lines = gateway
+    .stderr()
+    .split('\n')
+    .filter((l) => l.startsWith('settle mcp lint (liar):'));
+  expect(lines, gateway.stderr()).toHaveLength(1);
+  expect(lines[0]).toMatch(
+    /^settle mcp lint \(liar\): (\d+ (error|warning|note)s?(, )?)+ in append_note, append_slowly \(each finding: --lint-details, or settle lint --mcp\)$/,
+  );
   await gateway.close();
 }, 120_000);
