@@ -36,13 +36,14 @@ function ruleOf(issue: Issue, got: unknown): string {
         ? `have at most ${issue.maximum} characters (got ${(got as string).length})`
         : issue.origin === 'array'
           ? `have at most ${issue.maximum} items (got ${(got as unknown[]).length})`
-          : `be at most ${issue.maximum} (got ${shown})`;
+          : `be ${issue.inclusive === false ? 'less than' : 'at most'} ${issue.maximum} (got ${shown})`;
     case 'too_small':
       return issue.origin === 'string'
         ? `have at least ${issue.minimum} character${issue.minimum === 1 ? '' : 's'} (got ${(got as string).length})`
         : issue.origin === 'array'
           ? `have at least ${issue.minimum} items`
-          : `be at least ${issue.minimum} (got ${shown})`;
+          : // .positive() is "greater than 0": an exclusive bound said as "at least 0" would invite a 0.
+            `be ${issue.inclusive === false ? 'greater than' : 'at least'} ${issue.minimum} (got ${shown})`;
     case 'invalid_format':
       // A schema's own message says what a valid value looks like; a bare regex is the last resort.
       return issue.format === 'regex'

@@ -15,6 +15,11 @@ export interface RuntimeOptions {
   metricsBindAddress?: string;
   /** The SDK's own log lines as JSON, one per line on stdout (as settle's call events). */
   jsonLogs?: boolean;
+  /**
+   * Signals on which Temporal's runtime stops every worker itself (its default: SIGINT, SIGTERM,
+   * SIGQUIT, SIGUSR2); [] for a process that stops its worker in its own order.
+   */
+  shutdownSignals?: NodeJS.Signals[];
 }
 
 export function installRuntime(level: LogLevel = 'WARN', options: RuntimeOptions = {}): boolean {
@@ -32,6 +37,7 @@ export function installRuntime(level: LogLevel = 'WARN', options: RuntimeOptions
     : {};
   // JSON logs: the SDK's native (Core) lines go through the same logger instead of the console.
   const logging = options.jsonLogs ? { logging: { filter: { core: 'WARN' as const, other: 'ERROR' as const }, forward: {} } } : {};
-  Runtime.install({ logger, telemetryOptions: { ...metrics, ...logging } });
+  const signals = options.shutdownSignals ? { shutdownSignals: options.shutdownSignals } : {};
+  Runtime.install({ logger, telemetryOptions: { ...metrics, ...logging }, ...signals });
   return true;
 }

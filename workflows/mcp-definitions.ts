@@ -30,3 +30,8 @@ export interface McpCallInput {
 export const mcpCallUpdate = defineUpdate<SettledResult<unknown>, [McpCallInput]>('mcpCall');
 /** The MCP session ended: the workflow completes once its calls have. */
 export const mcpCloseSignal = defineSignal('mcpClose');
+/**
+ * A gateway (re)joined the session: a close still pending from a gateway that stopped before its
+ * worker processed it no longer ends the session under the new gateway's calls.
+ */
+export const mcpOpenSignal = defineSignal('mcpOpen');

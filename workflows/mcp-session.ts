@@ -6,7 +6,7 @@
  */
 import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
 import { settled, type CallOptions, type SettledOptions, type SettledResult } from './team-calls';
-import { mcpCallUpdate, mcpCloseSignal, type McpCallInput, type McpSessionInput } from './mcp-definitions';
+import { mcpCallUpdate, mcpCloseSignal, mcpOpenSignal, type McpCallInput, type McpSessionInput } from './mcp-definitions';
 
 type AnyTools = Record<string, (args: unknown, call: CallOptions) => Promise<SettledResult<unknown>>>;
 
@@ -23,6 +23,10 @@ export async function mcpSessionWorkflow(_input: McpSessionInput): Promise<void>
   });
   setHandler(mcpCloseSignal, () => {
     closed = true;
+  });
+  // Signals apply in the order they were sent: a gateway's open after a stopped one's close keeps the session.
+  setHandler(mcpOpenSignal, () => {
+    closed = false;
   });
   await condition(() => closed && allHandlersFinished());
 }

@@ -10,6 +10,7 @@
  * Calls left IN_DOUBT by a kill settle by themselves: the registry names read_text_file as
  * edit_file's probe (docs/mcp.md).
  */
+import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -145,6 +146,10 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
       },
     }),
   );
+  // One token for every gateway process and restart: the clients keep theirs across kills.
+  const token = randomBytes(32).toString('base64url');
+  const tokenFile = path.join(dir, 'gateway-token');
+  fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
   const command = [
     SETTLE_BIN,
     'mcp',
@@ -158,6 +163,8 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
     trajectory,
     '--task-queue',
     `chaos-${trajectory}`,
+    '--token-file',
+    tokenFile,
     '--http',
   ];
   const gatewayEnv = {
@@ -191,7 +198,7 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
       const reports: CallReport[] = [];
       await sleep((spread * lane) / LANES);
       for (let i = next++; i < n; i = next++) {
-        reports.push(await callUntilAnswered(slots, plans[i]!, random, deadline));
+        reports.push(await callUntilAnswered(slots, plans[i]!, token, random, deadline));
         await sleep(spread / Math.max(1, n / LANES));
       }
       return reports;
@@ -247,6 +254,7 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
 async function callUntilAnswered(
   slots: GatewaySlot[],
   plan: { id: string; file: string },
+  token: string,
   random: () => number,
   deadline: number,
 ): Promise<CallReport> {
@@ -262,7 +270,9 @@ async function callUntilAnswered(
     attempts++;
     const mcp = new McpClient({ name: 'settle-chaos', version: '0.1.0' });
     try {
-      await mcp.connect(new StreamableHTTPClientTransport(new URL(slot.url)));
+      await mcp.connect(
+        new StreamableHTTPClientTransport(new URL(slot.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      );
       const result = (await mcp.callTool(
         {
           name: 'edit_file',

@@ -28,7 +28,15 @@ export function registerMcpCommands(program: Command): void {
       [],
     )
     .option('--http <port>', 'serve streamable HTTP on 127.0.0.1:<port> (path /mcp) instead of stdio')
+    .option('--token-file <file>', 'with --http: the bearer token clients must send (owner-only file); default: a new one, printed once')
+    .option(
+      '--allow-origin <origin>',
+      'with --http: a browser origin allowed to call (repeatable), e.g. https://app.example; requests with any other Origin are refused',
+      (v: string, all: string[]) => [...all, v],
+      [],
+    )
     .option('--workspace <dir>', "instead of --upstream: serve settle's own tools (file_view, file_edit, …), run in this directory")
+    .option('--lint-details', "log each lint finding on the upstream's tools at start (default: one summary line)")
     .option('--approval-timeout <duration>', 'how long an A3 call waits for `settle approve` before it is denied, e.g. 30m (default 1h)')
     .action(async (opts: ServeOptions) => {
       const { serve } = await import('./serve');

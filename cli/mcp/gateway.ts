@@ -11,10 +11,8 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { lintDocument } from '../../workbench/lint/index';
-import { formatFinding } from '../../workbench/lint/index';
 import { deriveKey } from '../../core/key';
 import { errorMessage, InputError } from '../../core/errors';
 import { CapabilityToken } from '../../core/capability/token';
@@ -29,11 +27,13 @@ import type { Observation } from '../../core/observation';
 import type { SideEffectLevel } from '../../core/tools/catalog';
 import type { AnyTeamTool } from '../../activities/tools/team-tool';
 import type { SettledResult } from '../../workflows/team-calls';
-import { mcpCallUpdate, mcpCloseSignal, type McpCallInput } from '../../workflows/mcp-definitions';
-import type { mcpSessionWorkflow } from '../../workflows/mcp-session';
+import type { McpCallInput } from '../../workflows/mcp-definitions';
 import { SettlePlugin } from '../../workers/settle-plugin';
-import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../../core/tools/lanes';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
+import { SessionWorkflow } from './session-workflow';
+import { lintUpstream } from './upstream-lint';
+import { refuseOperatorTools } from './operator-keys';
+import type { OperatorKeys } from '../../activities/operator/operator-keys';
 
 /** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
 export const CALL_ID_META = 'io.settle/call_id';
@@ -57,6 +57,10 @@ export interface GatewayOptions {
   databaseUrl: string;
   /** The session's capability (checked for every call), or null when the operator serves ungated. */
   capability: CapabilityToken | null;
+  /** What the worker verifies operator credentials with (operator-keys.ts); null: none, and tools needing an operator are not served. */
+  operatorKeys: OperatorKeys | null;
+  /** Every lint finding on the upstream's tools in the log, not one summary line (`--lint-details`). */
+  lintDetails?: boolean;
   /** How long an A3 call waits for `settle approve` before it is denied (default: settled()'s, one hour). */
   approvalTimeoutMs?: number;
   /** A pre-built bundle of settle's workflows (SETTLE_WORKFLOW_BUNDLE); else bundled at start. */
@@ -73,7 +77,10 @@ export interface Gateway {
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { source, log } = options;
-  const served = source.kind === 'upstream' ? await upstreamCatalog(source, log) : workspaceCatalog(options.capability !== null, log);
+  const served =
+    source.kind === 'upstream'
+      ? await upstreamCatalog(source, options.operatorKeys !== null, options, log)
+      : workspaceCatalog(options.capability !== null, log);
   const ring = options.capability ? loadKeyRing() : null;
 
   const nativeConnection = await NativeConnection.connect({ address: options.temporalAddress });
@@ -82,6 +89,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       new SettlePlugin({
         tools: served.definitions,
         databaseUrl: options.databaseUrl,
+        operatorKeys: options.operatorKeys,
         warn: log,
         ...(source.kind === 'workspace' ? { workspace: source.dir, policy: source.policy } : {}),
       }),
@@ -98,14 +106,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   const connection = await Connection.connect({ address: options.temporalAddress });
   const client = new Client({ connection, namespace: options.namespace });
-  // One workflow per trajectory: a gateway started again with the same trajectory joins it.
-  const handle = await client.workflow.start<typeof mcpSessionWorkflow>('mcpSessionWorkflow', {
-    workflowId: options.trajectoryId,
+  // One workflow per trajectory: a gateway started again with the same trajectory joins it, or starts its next run.
+  const session = await SessionWorkflow.open(client, {
+    trajectoryId: options.trajectoryId,
     taskQueue: options.taskQueue,
-    args: [{ server: served.server }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    // What notices a dead gateway worker in the middle of a local-lane call (core/tools/lanes.ts).
-    workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
+    server: served.server,
   });
   log(`settle mcp: serving ${served.listed.length} tool(s) of ${served.server} in trajectory ${options.trajectoryId}`);
 
@@ -113,7 +118,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // gateway never mistakes a new call for an old one (and never deduplicates a retry: see docs/mcp.md).
   const processId = randomUUID().slice(0, 8);
   let counter = 0;
-  const ctx: CallContext = { ...options, served, handle, ring, nextCallId: () => `auto-${processId}-${++counter}` };
+  const ctx: CallContext = { ...options, served, session, ring, nextCallId: () => `auto-${processId}-${++counter}` };
 
   return {
     server() {
@@ -127,7 +132,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return mcp;
     },
     async close() {
-      await handle.signal(mcpCloseSignal).catch(() => {});
+      await session.close().catch(() => {});
       worker.shutdown();
       await running.catch(() => {});
       if (source.kind === 'upstream') await source.upstream.close();
@@ -146,11 +151,17 @@ interface Served {
   tools: Map<string, { kind: 'upstream'; tool: GatewayTool } | { kind: 'workspace'; tool: WorkspaceTool }>;
 }
 
-async function upstreamCatalog(source: Extract<GatewaySource, { kind: 'upstream' }>, log: (line: string) => void): Promise<Served> {
+async function upstreamCatalog(
+  source: Extract<GatewaySource, { kind: 'upstream' }>,
+  operatorKeys: boolean,
+  options: Pick<GatewayOptions, 'lintDetails'>,
+  log: (line: string) => void,
+): Promise<Served> {
   const { upstream, registry } = source;
   const listed = await upstream.listTools();
-  lintUpstream(listed, registry.server, log);
+  lintUpstream(listed, registry.server, options.lintDetails === true, log);
   const { definitions, tools } = gatewayTools(upstream, listed, registry);
+  if (!operatorKeys) refuseOperatorTools(tools);
   for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
   return {
     server: registry.server,
@@ -174,7 +185,7 @@ function workspaceCatalog(capability: boolean, log: (line: string) => void): Ser
 
 interface CallContext extends GatewayOptions {
   served: Served;
-  handle: WorkflowHandle<typeof mcpSessionWorkflow>;
+  session: SessionWorkflow;
   ring: KeyRing | null;
   nextCallId: () => string;
 }
@@ -245,7 +256,7 @@ async function settledCall(
     ...(ctx.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: ctx.approvalTimeoutMs } : {}),
   };
   try {
-    const settled = await ctx.handle.executeUpdate(mcpCallUpdate, { args: [input], updateId });
+    const settled = await ctx.session.call(input, updateId);
     const meta = { 'io.settle/key': settled.key, 'io.settle/resolution': settled.resolution, 'io.settle/state': settled.state };
     const result = answer(settled);
     if (!result) {
@@ -287,16 +298,6 @@ async function capabilityDenial(ctx: CallContext, server: string, tool: string, 
 
 function toolError(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
-}
-
-/** settle lint over the upstream's definitions: the findings are the operator's to read, never the model's. */
-function lintUpstream(listed: readonly UpstreamTool[], server: string, log: (line: string) => void): void {
-  try {
-    const { findings } = lintDocument({ tools: listed });
-    for (const f of findings) log(`settle mcp lint (${server}): ${formatFinding(f)}`);
-  } catch (err) {
-    log(`settle mcp lint (${server}): could not lint the upstream's tools: ${errorMessage(err)}`);
-  }
 }
 
 /** Reads a capability token file (JSON); throws InputError naming the flag. */

@@ -19,6 +19,9 @@ import { serverEnvironment, splitCommandLine } from '../mcp-tools';
 import { databaseUrl } from '../connections';
 import { readDevSettings } from '../dev-settings';
 import { UsageError } from '../usage-error';
+import { printable } from '../terminal-text';
+import { gatewayOperatorKeys } from './operator-keys';
+import { allowedOrigins, bearerToken, gatewayHosts, refusal, type HttpAccess } from './http-guard';
 import { readCapability, startGateway, WORKSPACE_SERVER, type Gateway, type GatewaySource } from './gateway';
 
 /** The flags of `settle mcp serve`, as commander parses them (commands.ts). */
@@ -32,14 +35,18 @@ export interface ServeOptions {
   ungated?: boolean;
   env: string[];
   http?: string;
+  tokenFile?: string;
+  allowOrigin: string[];
   workspace?: string;
   approvalTimeout?: string;
+  lintDetails?: boolean;
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
   // stdout carries the protocol: anything that logs through console.log must not reach it.
   console.log = console.error;
-  const log = (line: string) => process.stderr.write(`${line}\n`);
+  // Upstream stderr, tool names and lint findings pass through here: escaped, never raw terminal control.
+  const log = (line: string) => process.stderr.write(`${printable(line)}\n`);
   if (opts.upstream !== undefined && opts.workspace !== undefined) {
     throw new UsageError("--upstream, --workspace: give one, not both (an upstream MCP server's tools, or settle's own on a workspace)");
   }
@@ -47,6 +54,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
     throw new UsageError("--upstream or --workspace: one must be given (the MCP server to serve, or the workspace of settle's own tools)");
   }
   if (!!opts.capability === !!opts.ungated) throw new UsageError('--capability <file> or --ungated: exactly one must be given');
+  const access = opts.http !== undefined ? httpAccess(opts) : null;
+  if (!access && (opts.tokenFile !== undefined || opts.allowOrigin.length > 0)) {
+    throw new UsageError(`${opts.tokenFile !== undefined ? '--token-file' : '--allow-origin'}: only with --http`);
+  }
   const approvalTimeoutMs = opts.approvalTimeout === undefined ? undefined : approvalTimeout(opts.approvalTimeout);
   const source = opts.workspace !== undefined ? workspaceSource(opts, opts.workspace) : upstreamSource(opts, opts.upstream!, log);
   const server = source.kind === 'upstream' ? source.registry.server : WORKSPACE_SERVER;
@@ -58,7 +69,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const dev = process.env.TEMPORAL_ADDRESS ? null : readDevSettings();
   const temporalAddress = process.env.TEMPORAL_ADDRESS || dev?.temporalAddress;
   if (!temporalAddress) throw new UsageError('TEMPORAL_ADDRESS: must be set (or run `settle dev`, whose settings the CLI then finds)');
-  installRuntime('WARN');
+  // Over HTTP the gateway stops on SIGTERM/SIGINT itself: it closes the session while its worker still runs.
+  installRuntime('WARN', opts.http !== undefined ? { shutdownSignals: [] } : {});
   const gateway = await startGateway({
     source,
     trajectoryId,
@@ -67,11 +79,13 @@ export async function serve(opts: ServeOptions): Promise<void> {
     namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
     databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
     capability,
+    operatorKeys: gatewayOperatorKeys(),
+    lintDetails: opts.lintDetails === true,
     ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
     ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
     log,
   });
-  if (opts.http !== undefined) await serveHttp(gateway, port(opts.http), log);
+  if (opts.http !== undefined && access) await serveHttp(gateway, port(opts.http), access, log);
   else await serveStdio(gateway);
 }
 
@@ -100,6 +114,7 @@ function workspaceSource(opts: ServeOptions, dir: string): GatewaySource {
     if (opts[flag] !== undefined) throw new UsageError(`--${flag}: only with --upstream (--workspace serves settle's own tools)`);
   }
   if (opts.env.length > 0) throw new UsageError('--env: only with --upstream (--workspace starts no server)');
+  if (opts.lintDetails) throw new UsageError("--lint-details: only with --upstream (settle's own tools are linted with settle)");
   let real: string;
   try {
     real = fs.realpathSync(path.resolve(dir));
@@ -150,6 +165,11 @@ function port(text: string): number {
   return Number(text);
 }
 
+/** The HTTP gateway's token and allowed origins; a generated token is told to the operator once, on stderr. */
+function httpAccess(opts: ServeOptions): HttpAccess & { generated: boolean } {
+  return { ...bearerToken(opts.tokenFile), origins: allowedOrigins(opts.allowOrigin) };
+}
+
 /** One session on stdin/stdout; it ends when the client closes the pipe. */
 async function serveStdio(gateway: Gateway): Promise<void> {
   const server = gateway.server();
@@ -159,11 +179,27 @@ async function serveStdio(gateway: Gateway): Promise<void> {
   await gateway.close();
 }
 
-/** Streamable HTTP on 127.0.0.1: one MCP session per `mcp-session-id`, all in the gateway's trajectory. */
-async function serveHttp(gateway: Gateway, listenPort: number, log: (line: string) => void): Promise<void> {
+/**
+ * Streamable HTTP on 127.0.0.1: one MCP session per `mcp-session-id`, all in the gateway's
+ * trajectory; every request first passes http-guard.ts (Host, Origin, bearer token).
+ */
+async function serveHttp(
+  gateway: Gateway,
+  listenPort: number,
+  access: HttpAccess & { generated: boolean },
+  log: (line: string) => void,
+): Promise<void> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
+  let hosts = gatewayHosts(listenPort);
   const httpServer = http.createServer((req, res) => {
     void (async () => {
+      const refused = refusal(req.headers, access, hosts);
+      if (refused) {
+        log(`settle mcp: refused an HTTP request (${refused.status}): ${refused.reason}`);
+        const challenge = refused.status === 401 ? { 'www-authenticate': 'Bearer realm="settle-mcp"' } : {};
+        res.writeHead(refused.status, { 'content-type': 'text/plain; charset=utf-8', ...challenge }).end(`${refused.reason}\n`);
+        return;
+      }
       if (!req.url?.startsWith('/mcp')) {
         res.writeHead(404).end();
         return;
@@ -193,11 +229,17 @@ async function serveHttp(gateway: Gateway, listenPort: number, log: (line: strin
   });
   await new Promise<void>((resolve) => httpServer.listen(listenPort, '127.0.0.1', resolve));
   const address = httpServer.address();
-  log(`settle mcp: streamable HTTP on http://127.0.0.1:${typeof address === 'object' && address ? address.port : listenPort}/mcp`);
+  const boundPort = typeof address === 'object' && address ? address.port : listenPort;
+  hosts = gatewayHosts(boundPort);
+  if (access.generated) log(`settle mcp: bearer token for this start (clients send Authorization: Bearer <token>): ${access.token}`);
+  log(`settle mcp: streamable HTTP on http://127.0.0.1:${boundPort}/mcp`);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
   httpServer.close();
+  httpServer.closeAllConnections(); // a client's open event stream must not hold the stop
   await gateway.close();
+  // Stopped: a socket some library left open (seen: one to Postgres) must not keep the process running.
+  process.exit(0);
 }

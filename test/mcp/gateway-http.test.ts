@@ -4,20 +4,16 @@
  * settled (an endpoint record, the entity in the memory file once), an A3 tool's call stays pending
  * until `settle approve` decides it: denied, a tool error and nothing deleted; approved, it runs.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, expect, inject, it } from 'vitest';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { SettleClient } from '../../client/index';
 import { approval, TEST_OPERATOR } from '../support/operator';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
-import { SETTLE_BIN } from '../support/cli';
 import { until } from '../support/in-doubt';
-import { MEMORY_SERVER, nodeCommand, registryFile, textOf } from './gateway-process';
+import { MEMORY_SERVER, nodeCommand, registryFile, startHttpGateway, textOf } from './gateway-process';
 
 const db = openTestDb(2);
 const store = testStore(db);
@@ -31,47 +27,13 @@ it('forwards A0 reads, settles writes and holds A3 calls for settle approve over
     tools: { read_graph: { level: 'A0' }, create_entities: { level: 'A2' }, delete_entities: { level: 'A3' } },
   });
   const taskQueue = uniqueId('mcp-http');
-  const gateway = spawn(
-    process.execPath,
-    [
-      SETTLE_BIN,
-      'mcp',
-      'serve',
-      '--upstream',
-      nodeCommand(MEMORY_SERVER),
-      '--env',
-      'MEMORY_FILE_PATH',
-      '--registry',
-      registry,
-      '--ungated',
-      '--http',
-      '0',
-      '--task-queue',
-      taskQueue,
-    ],
-    {
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: inject('temporalAddress'),
-        DATABASE_URL: inject('databaseUrl'),
-        SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        MEMORY_FILE_PATH: memory,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+  const gateway = await startHttpGateway(
+    ['--upstream', nodeCommand(MEMORY_SERVER), '--env', 'MEMORY_FILE_PATH', '--registry', registry, '--ungated', '--task-queue', taskQueue],
+    { MEMORY_FILE_PATH: memory },
   );
-  let stderr = '';
-  gateway.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-  const exited = new Promise((r) => gateway.once('exit', r));
+  const stderr = () => gateway.stderr();
   try {
-    const url = await until(
-      async () => /streamable HTTP on (http:\/\/\S+)/.exec(stderr)?.[1] ?? (gateway.exitCode !== null && 'exited'),
-      'the gateway listening',
-      90_000,
-    );
-    expect(url, stderr).not.toBe('exited');
-    const client = new Client({ name: 'settle-test', version: '0.1.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const client = await gateway.connect(gateway.printedToken!);
     const call = (name: string, args: Record<string, unknown>, callId?: string) =>
       client.callTool({ name, arguments: args, ...(callId ? { _meta: { 'io.settle/call_id': callId } } : {}) }, undefined, {
         timeout: 90_000,
@@ -101,11 +63,11 @@ it('forwards A0 reads, settles writes and holds A3 calls for settle approve over
     try {
       const settle = new SettleClient(new TemporalClient({ connection }), taskQueue);
       const pending = async (callId: string) => {
-        const seen = stderr.length;
+        const seen = stderr().length;
         const answer = call('delete_entities', { entityNames: ['alice'] }, callId);
         const [trajectory, key] = await until(
           async () => {
-            const m = /delete_entities \(A3\) waits for an operator: settle approve (\S+) (\S+)/.exec(stderr.slice(seen));
+            const m = /delete_entities \(A3\) waits for an operator: settle approve (\S+) (\S+)/.exec(stderr().slice(seen));
             return m ? [m[1]!, m[2]!] : null;
           },
           'the gateway waiting for approval',
@@ -135,8 +97,6 @@ it('forwards A0 reads, settles writes and holds A3 calls for settle approve over
     }
     await client.close();
   } finally {
-    gateway.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    if (gateway.exitCode === null) gateway.kill('SIGKILL');
+    await gateway.stop();
   }
 }, 180_000);

@@ -2,19 +2,23 @@
  * `settle mcp serve` as an MCP client starts it: a process on stdio, driven by the official SDK
  * client, with the test stack's Temporal and Postgres and settle's pre-built workflow bundle.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SETTLE_BIN } from '../support/cli';
+import { until } from '../support/in-doubt';
 
 const NODE_MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.url));
 export const FILESYSTEM_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
 export const MEMORY_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-memory/dist/index.js');
 export const LYING_SERVER = fileURLToPath(new URL('./fixtures/lying-server.ts', import.meta.url));
+export const TERMINAL_SERVER = fileURLToPath(new URL('./fixtures/terminal-server.ts', import.meta.url));
 
 /** A command line running `script` with this Node (TypeScript through tsx), quoted as --upstream takes it. */
 export function nodeCommand(script: string, ...args: string[]): string {
@@ -100,4 +104,58 @@ export function registryFile(dir: string, registry: unknown): string {
   const file = path.join(dir, `registry-${Math.random().toString(36).slice(2)}.json`);
   fs.writeFileSync(file, JSON.stringify(registry));
   return file;
+}
+
+export interface HttpGateway {
+  process: ChildProcess;
+  /** http://127.0.0.1:<port>/mcp */
+  url: string;
+  /** The bearer token the gateway printed (null when it read one from --token-file). */
+  printedToken: string | null;
+  stderr: () => string;
+  /** The official SDK client over streamable HTTP, sending `Authorization: Bearer <token>`. */
+  connect(token: string): Promise<Client>;
+  stop(): Promise<void>;
+}
+
+/** Starts `settle mcp serve … --http 0` and waits until it listens. */
+export async function startHttpGateway(args: string[], env: Record<string, string> = {}): Promise<HttpGateway> {
+  const child = spawn(process.execPath, [SETTLE_BIN, 'mcp', 'serve', ...args, '--http', '0'], {
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      DATABASE_URL: inject('databaseUrl'),
+      SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  const exited = new Promise((r) => child.once('exit', r));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  const url = await until(
+    async () => /streamable HTTP on (http:\/\/\S+)/.exec(stderr)?.[1] ?? (child.exitCode !== null && 'exited'),
+    'the gateway listening',
+    90_000,
+  );
+  if (url === 'exited') throw new Error(`the gateway exited:\n${stderr}`);
+  return {
+    process: child,
+    url,
+    printedToken: /bearer token for this start \([^)]*\): (\S+)/.exec(stderr)?.[1] ?? null,
+    stderr: () => stderr,
+    async connect(token) {
+      const client = new Client({ name: 'settle-test', version: '0.1.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      );
+      return client;
+    },
+    stop,
+  };
 }
