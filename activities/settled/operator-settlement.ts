@@ -66,7 +66,15 @@ export async function settleByOperator(
   const generation = input.generation ?? record.generation;
   const proven = requireCredential(
     input.credential,
-    { purpose: 'settle', namespace: authority.namespace, trajectoryId: record.trajectoryId, key: record.key, generation, verdict: input.verdict, reason: input.reason },
+    {
+      purpose: 'settle',
+      namespace: authority.namespace,
+      trajectoryId: record.trajectoryId,
+      key: record.key,
+      generation,
+      verdict: input.verdict,
+      reason: input.reason,
+    },
     authority.keys,
     authority.nowMs,
   );
