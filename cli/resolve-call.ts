@@ -93,16 +93,24 @@ async function settleThroughTrajectory(
   trajectoryId: string,
   credential: OperatorCredential,
 ): Promise<{ kind: 'settled'; state: string } | { kind: 'not_waiting'; why: string }> {
-  let runStatus: string;
+  let run: { status: string; taskQueue: string };
   try {
-    runStatus = (await client.handle(trajectoryId).describe()).status.name;
+    const description = await client.handle(trajectoryId).describe();
+    run = { status: description.status.name, taskQueue: description.taskQueue };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} does not exist (any more)` };
     throw err;
   }
-  if (runStatus !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${runStatus})` };
+  if (run.status !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${run.status})` };
+  // An update waits for a worker as long as it takes: with none (an MCP session whose gateway
+  // died), the record is settled directly, and the trajectory finds it there once a worker runs it.
+  const idle = `no worker runs trajectory ${trajectoryId} (task queue ${run.taskQueue}); it takes the verdict from the record when its worker (e.g. its gateway, with --trajectory ${trajectoryId}) starts again`;
+  if (!(await client.workerPolling(run.taskQueue))) return { kind: 'not_waiting', why: idle };
   try {
-    return { kind: 'settled', ...(await client.settle(trajectoryId, credential)) };
+    const answered = await withinMs(UPDATE_ANSWER_MS, client.settle(trajectoryId, credential));
+    if (answered === null)
+      return { kind: 'not_waiting', why: `${idle} (its last poller did not answer within ${UPDATE_ANSWER_MS / 1000} s)` };
+    return { kind: 'settled', ...answered };
   } catch (err) {
     // The validator refuses keys the trajectory does not wait for (e.g. while it probes again).
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';
@@ -111,5 +119,20 @@ async function settleThroughTrajectory(
     }
     if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} ended meanwhile` };
     throw err;
+  }
+}
+
+/** How long the waiting trajectory's worker has to take the verdict before the record is settled directly. */
+const UPDATE_ANSWER_MS = 10_000;
+
+/** The promise's value, or null once `ms` passed first (the promise's later failure is ignored). */
+async function withinMs<T>(ms: number, promise: Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  promise.catch(() => {});
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -34,6 +34,7 @@ import type { mcpSessionWorkflow } from '../../workflows/mcp-session';
 import { SettlePlugin } from '../../workers/settle-plugin';
 import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../../core/tools/lanes';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
+import { assertSessionOn, gatewayWorkerIdentity, sessionTaskQueue, UPSTREAM_MEMO, upstreamIdentity } from './session-queue';
 
 /** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
 export const CALL_ID_META = 'io.settle/call_id';
@@ -51,7 +52,8 @@ export interface GatewayOptions {
   source: GatewaySource;
   /** The session's trajectory (workflow id). */
   trajectoryId: string;
-  taskQueue: string;
+  /** `--task-queue`; default: the running session's queue, else one of the session's own (session-queue.ts). */
+  taskQueue?: string;
   temporalAddress: string;
   namespace: string;
   databaseUrl: string;
@@ -72,11 +74,30 @@ export interface Gateway {
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { source } = options;
+  const connection = await Connection.connect({ address: options.temporalAddress });
+  const client = new Client({ connection, namespace: options.namespace });
+  const cleanup: (() => Promise<void>)[] = [() => connection.close()];
+  try {
+    return await startServing(options, client, cleanup);
+  } catch (err) {
+    if (source.kind === 'upstream') await source.upstream.close();
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+    throw err;
+  }
+}
+
+async function startServing(options: GatewayOptions, client: Client, cleanup: (() => Promise<void>)[]): Promise<Gateway> {
   const { source, log } = options;
+  const server = source.kind === 'upstream' ? source.registry.server : WORKSPACE_SERVER;
+  const upstream = upstreamIdentity(source.kind === 'upstream' ? source.upstream.commandLine : ['--workspace', source.dir]);
+  // Before the upstream starts: a gateway refused here never touches it.
+  const taskQueue = await sessionTaskQueue(client, { trajectoryId: options.trajectoryId, server, upstream, requested: options.taskQueue });
   const served = source.kind === 'upstream' ? await upstreamCatalog(source, log) : workspaceCatalog(options.capability !== null, log);
   const ring = options.capability ? loadKeyRing() : null;
 
   const nativeConnection = await NativeConnection.connect({ address: options.temporalAddress });
+  cleanup.push(() => nativeConnection.close());
   const worker = await Worker.create({
     plugins: [
       new SettlePlugin({
@@ -88,26 +109,34 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     connection: nativeConnection,
     namespace: options.namespace,
-    taskQueue: options.taskQueue,
+    taskQueue,
+    // `<pid>@<host>`: how a gateway started after this one was SIGKILLed tells its stale pollers apart.
+    identity: gatewayWorkerIdentity(),
     ...(options.workflowBundlePath
       ? { workflowBundle: { codePath: options.workflowBundlePath } }
       : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
   });
   const running = worker.run();
   running.catch((err: unknown) => log(`settle mcp: the worker stopped: ${errorMessage(err)}`));
+  cleanup.push(async () => {
+    worker.shutdown();
+    await running.catch(() => {});
+  });
 
-  const connection = await Connection.connect({ address: options.temporalAddress });
-  const client = new Client({ connection, namespace: options.namespace });
   // One workflow per trajectory: a gateway started again with the same trajectory joins it.
   const handle = await client.workflow.start<typeof mcpSessionWorkflow>('mcpSessionWorkflow', {
     workflowId: options.trajectoryId,
-    taskQueue: options.taskQueue,
+    taskQueue,
     args: [{ server: served.server }],
+    memo: { [UPSTREAM_MEMO]: upstream },
     workflowIdConflictPolicy: 'USE_EXISTING',
     // What notices a dead gateway worker in the middle of a local-lane call (core/tools/lanes.ts).
     workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
   });
-  log(`settle mcp: serving ${served.listed.length} tool(s) of ${served.server} in trajectory ${options.trajectoryId}`);
+  await assertSessionOn(client, options.trajectoryId, taskQueue);
+  log(
+    `settle mcp: serving ${served.listed.length} tool(s) of ${served.server} in trajectory ${options.trajectoryId} on task queue ${taskQueue}`,
+  );
 
   // Call ids the gateway makes up for calls that bring none: unique to this process, so a restarted
   // gateway never mistakes a new call for an old one (and never deduplicates a retry: see docs/mcp.md).
@@ -127,14 +156,27 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return mcp;
     },
     async close() {
-      await handle.signal(mcpCloseSignal).catch(() => {});
+      await withinMs(CLOSE_STEP_MS, handle.signal(mcpCloseSignal));
       worker.shutdown();
-      await running.catch(() => {});
+      // A call still in flight holds the worker until the upstream answers: stopping the upstream
+      // ends it (IN_DOUBT, for the session's next gateway), so the gateway never outlives its session.
+      await withinMs(CLOSE_STEP_MS, running);
       if (source.kind === 'upstream') await source.upstream.close();
-      await connection.close();
-      await nativeConnection.close();
+      await withinMs(CLOSE_STEP_MS, running);
+      await withinMs(CLOSE_STEP_MS, client.connection.close());
+      await withinMs(CLOSE_STEP_MS, nativeConnection.close());
     },
   };
+}
+
+/** How long each step of closing may take: a session's end must not wait on a stuck peer. */
+const CLOSE_STEP_MS = 3_000;
+
+/** Waits for `promise` (its failure ignored), at most `ms`. */
+async function withinMs(ms: number, promise: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /** What one gateway serves: the tools it lists, the definitions its worker registers, and how each call is routed. */
@@ -148,10 +190,12 @@ interface Served {
 
 async function upstreamCatalog(source: Extract<GatewaySource, { kind: 'upstream' }>, log: (line: string) => void): Promise<Served> {
   const { upstream, registry } = source;
-  const listed = await upstream.listTools();
-  lintUpstream(listed, registry.server, log);
-  const { definitions, tools } = gatewayTools(upstream, listed, registry);
-  for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
+  const offered = await upstream.listTools();
+  lintUpstream(offered, registry.server, log);
+  const { definitions, tools } = gatewayTools(upstream, offered, registry);
+  for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is not served: ${t.reason}`);
+  // The client is offered only what it can call: a refused tool is never listed.
+  const listed = offered.filter((t) => typeof t.name === 'string' && tools.get(t.name)?.served === true);
   return {
     server: registry.server,
     listed,

@@ -62,7 +62,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const gateway = await startGateway({
     source,
     trajectoryId,
-    taskQueue: opts.taskQueue ?? `settle-mcp-${server}`,
+    ...(opts.taskQueue !== undefined ? { taskQueue: opts.taskQueue } : {}),
     temporalAddress,
     namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
     databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
@@ -150,13 +150,23 @@ function port(text: string): number {
   return Number(text);
 }
 
-/** One session on stdin/stdout; it ends when the client closes the pipe. */
+/**
+ * One session on stdin/stdout; it ends when the client closes the pipe (stdin's end: the SDK's
+ * transport does not watch for it) or the gateway is told to stop, and the process exits with it.
+ */
 async function serveStdio(gateway: Gateway): Promise<void> {
   const server = gateway.server();
-  const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = resolve;
+    for (const ended of ['end', 'close'] as const) process.stdin.once(ended, resolve);
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
   await server.connect(new StdioServerTransport());
   await closed;
   await gateway.close();
+  // Whatever is left (a pool, a timer) must not keep a gateway without a client alive.
+  process.exit(0);
 }
 
 /** Streamable HTTP on 127.0.0.1: one MCP session per `mcp-session-id`, all in the gateway's trajectory. */
