@@ -31,6 +31,7 @@ export function registerMcpCommands(program: Command): void {
       [],
     )
     .option('--http <port>', 'serve streamable HTTP on 127.0.0.1:<port> (path /mcp) instead of stdio')
+    .option('--idle-timeout <duration>', 'with --http: end a session no request touched for this long, e.g. 10m (default 30m)')
     .option('--workspace <dir>', "instead of --upstream: serve settle's own tools (file_view, file_edit, …), run in this directory")
     .option('--approval-timeout <duration>', 'how long an A3 call waits for `settle approve` before it is denied, e.g. 30m (default 1h)')
     .action(async (opts: ServeOptions) => {

@@ -20,6 +20,7 @@ import { databaseUrl } from '../connections';
 import { readDevSettings } from '../dev-settings';
 import { UsageError } from '../usage-error';
 import { readCapability, startGateway, WORKSPACE_SERVER, type Gateway, type GatewaySource } from './gateway';
+import { idleTimeoutMs, IdleSessions } from './idle-sessions';
 
 /** The flags of `settle mcp serve`, as commander parses them (commands.ts). */
 export interface ServeOptions {
@@ -34,6 +35,7 @@ export interface ServeOptions {
   http?: string;
   workspace?: string;
   approvalTimeout?: string;
+  idleTimeout?: string;
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
@@ -48,6 +50,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   }
   if (!!opts.capability === !!opts.ungated) throw new UsageError('--capability <file> or --ungated: exactly one must be given');
   const approvalTimeoutMs = opts.approvalTimeout === undefined ? undefined : approvalTimeout(opts.approvalTimeout);
+  const idleMs = idleTimeoutMs(opts.idleTimeout, opts.http !== undefined);
   const source = opts.workspace !== undefined ? workspaceSource(opts, opts.workspace) : upstreamSource(opts, opts.upstream!, log);
   const server = source.kind === 'upstream' ? source.registry.server : WORKSPACE_SERVER;
   const capability = opts.capability ? readCapability(opts.capability) : null;
@@ -71,7 +74,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
     log,
   });
-  if (opts.http !== undefined) await serveHttp(gateway, port(opts.http), log);
+  if (opts.http !== undefined) await serveHttp(gateway, port(opts.http), idleMs, log);
   else await serveStdio(gateway);
 }
 
@@ -170,8 +173,12 @@ async function serveStdio(gateway: Gateway): Promise<void> {
 }
 
 /** Streamable HTTP on 127.0.0.1: one MCP session per `mcp-session-id`, all in the gateway's trajectory. */
-async function serveHttp(gateway: Gateway, listenPort: number, log: (line: string) => void): Promise<void> {
+async function serveHttp(gateway: Gateway, listenPort: number, idleMs: number, log: (line: string) => void): Promise<void> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
+  const idle = new IdleSessions(idleMs, (id) => {
+    log(`settle mcp: HTTP session ${id} ended: idle for ${idleMs / 1000} s`);
+    void transports.get(id)?.close();
+  });
   const httpServer = http.createServer((req, res) => {
     void (async () => {
       if (!req.url?.startsWith('/mcp')) {
@@ -190,11 +197,20 @@ async function serveHttp(gateway: Gateway, listenPort: number, log: (line: strin
           onsessioninitialized: (id) => void transports.set(id, created),
         });
         created.onclose = () => {
-          if (created.sessionId) transports.delete(created.sessionId);
+          if (created.sessionId) {
+            transports.delete(created.sessionId);
+            idle.forget(created.sessionId);
+          }
         };
         await gateway.server().connect(created);
         transport = created;
       }
+      const session = transport;
+      // The session's id exists once its initialize request is handled: the clock counts from its response's end.
+      if (session.sessionId) idle.begin(session.sessionId);
+      res.once('close', () => {
+        if (session.sessionId && transports.has(session.sessionId)) idle.end(session.sessionId);
+      });
       await transport.handleRequest(req, res);
     })().catch((err: unknown) => {
       log(`settle mcp: HTTP request failed: ${(err as Error).message}`);
