@@ -107,10 +107,12 @@ async function settleThroughTrajectory(
   const idle = `no worker runs trajectory ${trajectoryId} (task queue ${run.taskQueue}); it takes the verdict from the record when its worker (e.g. its gateway, with --trajectory ${trajectoryId}) starts again`;
   if (!(await client.workerPolling(run.taskQueue))) return { kind: 'not_waiting', why: idle };
   try {
-    const answered = await withinMs(UPDATE_ANSWER_MS, client.settle(trajectoryId, credential));
-    if (answered === null)
-      return { kind: 'not_waiting', why: `${idle} (its last poller did not answer within ${UPDATE_ANSWER_MS / 1000} s)` };
-    return { kind: 'settled', ...answered };
+    // Bounded until a worker accepts the verdict; once accepted, it is the trajectory's to apply.
+    const accepted = await withinMs(ACCEPT_WITHIN_MS, client.startSettle(trajectoryId, credential));
+    if (accepted === null) {
+      return { kind: 'not_waiting', why: `${idle} (its last poller did not take the verdict within ${ACCEPT_WITHIN_MS / 1000} s)` };
+    }
+    return { kind: 'settled', ...(await accepted.result()) };
   } catch (err) {
     // The validator refuses keys the trajectory does not wait for (e.g. while it probes again).
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';
@@ -122,8 +124,8 @@ async function settleThroughTrajectory(
   }
 }
 
-/** How long the waiting trajectory's worker has to take the verdict before the record is settled directly. */
-const UPDATE_ANSWER_MS = 10_000;
+/** How long the waiting trajectory's worker has to accept the verdict before the record is settled directly. */
+const ACCEPT_WITHIN_MS = 10_000;
 
 /** The promise's value, or null once `ms` passed first (the promise's later failure is ignored). */
 async function withinMs<T>(ms: number, promise: Promise<T>): Promise<T | null> {
