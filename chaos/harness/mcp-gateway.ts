@@ -219,7 +219,7 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
     const trails = await callTrails(store, trajectories);
     const histories = await historyFigures(new SettleClient(client), trajectories, env.historiesDir);
     const renewals = await renewalStatements(db);
-    const result = summarize(scenario, reports, faults, trails, started);
+    const result = summarize(scenario, reports, faults, trails, started, trajectories.length);
     const recovered = recoveries(faults, trails);
     const rate = renewals === null ? null : renewalRate(renewals, trails, faults);
     return {
@@ -327,6 +327,7 @@ function summarize(
   faults: Fault[],
   trails: { state: string }[],
   started: number,
+  sessions: number,
 ): Omit<ScenarioResult, 'recovery' | 'renewalsPerRunningCallSecond' | 'renewals' | 'workflowTaskFailures'> {
   const problems: string[] = [];
   let duplicates = 0;
@@ -360,7 +361,7 @@ function summarize(
   return {
     scenario: scenario.name,
     description: scenario.description,
-    trajectories: 1,
+    trajectories: sessions,
     calls: reports.length,
     effects,
     duplicates,
