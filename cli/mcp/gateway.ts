@@ -35,6 +35,7 @@ import { SettlePlugin } from '../../workers/settle-plugin';
 import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../../core/tools/lanes';
 import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
 import { assertSessionOn, gatewayWorkerIdentity, sessionTaskQueue, UPSTREAM_MEMO, upstreamIdentity } from './session-queue';
+import { lockSession } from './session-lock';
 
 /** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
 export const CALL_ID_META = 'io.settle/call_id';
@@ -93,6 +94,8 @@ async function startServing(options: GatewayOptions, client: Client, cleanup: ((
   const upstream = upstreamIdentity(source.kind === 'upstream' ? source.upstream.commandLine : ['--workspace', source.dir]);
   // Before the upstream starts: a gateway refused here never touches it.
   const taskQueue = await sessionTaskQueue(client, { trajectoryId: options.trajectoryId, server, upstream, requested: options.taskQueue });
+  const lock = await lockSession(options.databaseUrl, taskQueue, options.trajectoryId);
+  cleanup.push(() => lock.release());
   const served = source.kind === 'upstream' ? await upstreamCatalog(source, log) : workspaceCatalog(options.capability !== null, log);
   const ring = options.capability ? loadKeyRing() : null;
 
@@ -165,6 +168,7 @@ async function startServing(options: GatewayOptions, client: Client, cleanup: ((
       await withinMs(CLOSE_STEP_MS, running);
       await withinMs(CLOSE_STEP_MS, client.connection.close());
       await withinMs(CLOSE_STEP_MS, nativeConnection.close());
+      await withinMs(CLOSE_STEP_MS, lock.release());
     },
   };
 }

@@ -110,6 +110,24 @@ describe('two gateways for one server name in front of two upstream instances', 
     await Promise.all([ga.close(), gb.close()]);
   }, 240_000);
 
+  it('two gateways started at once for one session: one serves it, the other is refused', async () => {
+    const dir = tempWorkspace('mcp-instance-race');
+    const a = instance(dir, 'a');
+    const args = [...a.args, '--trajectory', `mcp-race-${Date.now()}`];
+    const [first, second] = await Promise.allSettled([startGateway(args), startGateway(args)]);
+    const started = [first, second].filter((r) => r.status === 'fulfilled');
+    const refused = [first, second].filter((r) => r.status === 'rejected');
+    expect(started).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    // Both pass the poller check (neither polls yet): the session's lock in the database refuses one.
+    expect(String(refused[0]!.reason)).toMatch(/settle: task queue \S+: must have no other (gateway|worker) /);
+    const gateway = started[0]!.value;
+    const result = await gateway.call('append-entry', { text: 'a-1' }, 'call-1');
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(entries(a.ledger)).toEqual(['a-1']);
+    await gateway.close();
+  }, 240_000);
+
   it('a gateway SIGKILLed mid-call is started again on its own queue: its probe asks its own upstream, the other never runs it', async () => {
     const dir = tempWorkspace('mcp-instance-restart');
     const a = instance(dir, 'a');
