@@ -126,9 +126,10 @@ const teamTools = (
 
 /**
  * MCP calls through the gateway: an SDK client calls the reference filesystem server's edit_file
- * through `settle mcp serve --http` processes (`workers` of them, one session trajectory), and the
- * gateway holding a running call is SIGKILLed with its upstream every 2–5 s and started again; the
- * client sends a call whose gateway died again, with the same call id, to any live gateway. Half
+ * through `settle mcp serve --http` processes (`workers` of them, each in front of its own
+ * instance of the server, all named `files`, each in its own session), and the gateway holding a
+ * running call is SIGKILLed with its upstream every 2–5 s and started again in its session; the
+ * client sends a call whose gateway died again, with the same call id, to the same gateway. Half
  * the calls pause 1 s before the upstream call and half 1 s after it, to be caught in either phase.
  */
 const mcpGateway = (
@@ -136,7 +137,7 @@ const mcpGateway = (
   faultsForMs: number,
 ): Scenario => ({
   name: 'mcp-gateway-sigkill',
-  description: `an MCP client's edit_file calls through settle mcp serve gateways in front of @modelcontextprotocol/server-filesystem; SIGKILL every 2–5 s of the gateway (and its upstream) holding a random in-flight call, restarted at once; calls resent with the same call id; kills for the first ${faultsForMs / 1000} s`,
+  description: `an MCP client's edit_file calls through settle mcp serve gateways, each in front of its own instance of @modelcontextprotocol/server-filesystem (one server name); SIGKILL every 2–5 s of the gateway (and its upstream) holding a random in-flight call, restarted at once in its session; calls resent with the same call id to their gateway; kills for the first ${faultsForMs / 1000} s`,
   workload: 'mcp-gateway',
   ...size,
   effectsEach: 1,

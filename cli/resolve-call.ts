@@ -111,16 +111,26 @@ async function settleThroughTrajectory(
   trajectoryId: string,
   credential: OperatorCredential,
 ): Promise<{ kind: 'settled'; state: string } | { kind: 'not_waiting'; why: string }> {
-  let runStatus: string;
+  let run: { status: string; taskQueue: string };
   try {
-    runStatus = (await client.handle(trajectoryId).describe()).status.name;
+    const description = await client.handle(trajectoryId).describe();
+    run = { status: description.status.name, taskQueue: description.taskQueue };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} does not exist (any more)` };
     throw err;
   }
-  if (runStatus !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${runStatus})` };
+  if (run.status !== 'RUNNING') return { kind: 'not_waiting', why: `trajectory ${trajectoryId} is not running (${run.status})` };
+  // An update waits for a worker as long as it takes: with none (an MCP session whose gateway
+  // died), the record is settled directly, and the trajectory finds it there once a worker runs it.
+  const idle = `no worker runs trajectory ${trajectoryId} (task queue ${run.taskQueue}); it takes the verdict from the record when its worker (e.g. its gateway, with --trajectory ${trajectoryId}) starts again`;
+  if (!(await client.workerPolling(run.taskQueue))) return { kind: 'not_waiting', why: idle };
   try {
-    return { kind: 'settled', ...(await client.settle(trajectoryId, credential)) };
+    // Bounded until a worker accepts the verdict; once accepted, it is the trajectory's to apply.
+    const accepted = await withinMs(ACCEPT_WITHIN_MS, client.startSettle(trajectoryId, credential));
+    if (accepted === null) {
+      return { kind: 'not_waiting', why: `${idle} (its last poller did not take the verdict within ${ACCEPT_WITHIN_MS / 1000} s)` };
+    }
+    return { kind: 'settled', ...(await accepted.result()) };
   } catch (err) {
     // The validator refuses keys the trajectory does not wait for (e.g. while it probes again).
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? '';
@@ -129,5 +139,20 @@ async function settleThroughTrajectory(
     }
     if (err instanceof WorkflowNotFoundError) return { kind: 'not_waiting', why: `trajectory ${trajectoryId} ended meanwhile` };
     throw err;
+  }
+}
+
+/** How long the waiting trajectory's worker has to accept the verdict before the record is settled directly. */
+const ACCEPT_WITHIN_MS = 10_000;
+
+/** The promise's value, or null once `ms` passed first (the promise's later failure is ignored). */
+async function withinMs<T>(ms: number, promise: Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  promise.catch(() => {});
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -14,6 +14,8 @@ import {
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
   type WorkflowStartOptions,
+  type WorkflowUpdateHandle,
+  WorkflowUpdateStage,
 } from '@temporalio/client';
 import {
   approveCallUpdate,
@@ -210,6 +212,14 @@ export class SettleClient {
 
   /** An operator's verdict on an IN_DOUBT call the trajectory waits for, as its operator credential says (`settle resolve`). */
   async settle(trajectoryId: string, credential: OperatorCredential): Promise<{ state: string }> {
+    return (await this.startSettle(trajectoryId, credential)).result();
+  }
+
+  /**
+   * settle(), answered once the trajectory's worker accepted the verdict (its validator passed);
+   * the handle's result() is the record's state. Waits as long as no worker runs the trajectory.
+   */
+  async startSettle(trajectoryId: string, credential: OperatorCredential): Promise<WorkflowUpdateHandle<{ state: string }>> {
     const { body } = credential;
     if (body.purpose !== 'settle') throw new InputError('credential', `be for a verdict (it is for ${body.purpose})`);
     const settlement: SettleCallInput = {
@@ -220,7 +230,7 @@ export class SettleClient {
       generation: body.generation,
       credential,
     };
-    return this.handle(trajectoryId).executeUpdate(settleCallUpdate, { args: [settlement] });
+    return this.handle(trajectoryId).startUpdate(settleCallUpdate, { args: [settlement], waitForStage: WorkflowUpdateStage.ACCEPTED });
   }
 
   async result(trajectoryId: string): Promise<TrajectoryResult> {

@@ -19,7 +19,12 @@ export const KEY_VERSION_TAG = 'settle.key.v1';
 // One encoder for the module (TextEncoder exists in Temporal's workflow sandbox too); creating one
 // per call, as a generic helper does, costs as much as canonicalizing the arguments.
 const utf8 = new TextEncoder();
-export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+/**
+ * A tool's name: lower-case letters, digits, `_` and `-`, a letter first, at most 64 (what model
+ * providers accept, and MCP's kebab-case names). The key material is a JSON array, so no
+ * character of a name can run into another field.
+ */
+export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
 export const MAX_ID_LENGTH = 255;
 
 /** The components that identify one logical tool call. */

@@ -104,7 +104,7 @@ export function gatewayTools(upstream: UpstreamServer, listed: readonly Upstream
 /** Why settle cannot run a tool of this name, or null. */
 function unsupportedName(name: string): string | null {
   if (!TOOL_NAME_PATTERN.test(name)) {
-    return `settle runs tools named in lower-case snake case (at most 64 characters); ${JSON.stringify(name)} is not`;
+    return `settle runs tools named with lower-case letters, digits, _ and - (a letter first, at most 64 characters); ${JSON.stringify(name)} is not`;
   }
   if (isToolName(name) || name === SPAWN_SUBAGENT) return `${name} is the name of a settle built-in tool`;
   return null;

@@ -38,6 +38,11 @@ export class UpstreamServer {
 
   constructor(private readonly options: UpstreamOptions) {}
 
+  /** The command line that starts the server: what names this upstream instance. */
+  get commandLine(): readonly string[] {
+    return [this.options.command, ...this.options.args];
+  }
+
   /** Every page of the server's tools/list, each tool as the server wrote it. */
   async listTools(): Promise<UpstreamTool[]> {
     const client = await this.client();

@@ -205,7 +205,9 @@ export function defineTool<const Name extends string, Schema extends z.ZodType, 
 ): TeamTool<Name, Schema, Result, Intent> {
   const at = `defineTool(${JSON.stringify(definition?.name)})`;
   if (typeof definition?.name !== 'string' || !TOOL_NAME_PATTERN.test(definition.name)) {
-    throw new Error(`${at}: name must match ${TOOL_NAME_PATTERN} (lower-case snake case, at most 64 characters)`);
+    throw new Error(
+      `${at}: name must match ${TOOL_NAME_PATTERN} (lower-case letters, digits, _ and -, a letter first, at most 64 characters)`,
+    );
   }
   if (typeof definition.description !== 'string' || !definition.description.trim()) {
     throw new Error(`${at}: description must be a non-empty text`);

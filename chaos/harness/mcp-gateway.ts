@@ -1,12 +1,14 @@
 /**
- * The MCP gateway workload: `settle mcp serve --http` processes in front of the reference
- * filesystem server from npm, driven by the official SDK client over streamable HTTP, while the
- * scenario SIGKILLs a gateway (its process group: the gateway, its worker and its upstream, as a
- * container dies) and a supervisor starts it again on the same port. Every call edits a file of
- * its own (`count:` → `count:I`), so each execution of the upstream's edit adds one `I`: effects
- * are counted in the files, never from settle's records. A call whose gateway died is sent again
- * with the same call id, to any live gateway, until it answers: the same call id is the same
- * call (one update of the session's workflow), so the retry joins it rather than repeating it.
+ * The MCP gateway workload: `settle mcp serve --http` processes, each in front of its own instance
+ * of the reference filesystem server from npm (one directory each, all under the server name
+ * `files`) and in a session of its own, driven by the official SDK client over streamable HTTP,
+ * while the scenario SIGKILLs a gateway (its process group: the gateway, its worker and its
+ * upstream, as a container dies) and a supervisor starts it again on the same port and session.
+ * Every call edits a file of its own in its gateway's directory (`count:` → `count:I`), so each
+ * execution of the upstream's edit adds one `I`, in that instance: effects are counted in the
+ * files, never from settle's records. A call whose gateway died is sent again with the same call
+ * id to the same gateway, restarted, until it answers: the same call id is the same call (one
+ * update of the session's workflow), so the retry joins it rather than repeating it.
  * Calls left IN_DOUBT by a kill settle by themselves: the registry names read_text_file as
  * edit_file's probe (docs/mcp.md).
  */
@@ -116,8 +118,7 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
   const name = runName(scenario);
   const dir = path.join(env.dir, name);
   fs.rmSync(dir, { recursive: true, force: true });
-  const files = path.join(dir, 'files');
-  fs.mkdirSync(files, { recursive: true });
+
   const started = Date.now();
   const cluster = await Cluster.start({ dir, workers: 0, taskQueue: 'unused', workflowBundlePath: env.workflowBundlePath, log: env.log });
   const connection = await Connection.connect({ address: cluster.temporalAddress });
@@ -126,7 +127,14 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
   const store = new EndpointStore(db);
   const inspector = new pg.Pool({ connectionString: cluster.databaseUrl, max: 1 });
   inspector.on('error', () => {});
-  const trajectory = `${name}-${env.seed}`;
+  // One session and one upstream instance per gateway: a call is made to one instance, and runs and is probed only there.
+  const instances = Array.from({ length: scenario.workers }, (_, i) => {
+    const trajectory = `${name}-${env.seed}-${i}`;
+    const files = path.join(dir, `files-${i}`);
+    fs.mkdirSync(files, { recursive: true });
+    return { trajectory, files };
+  });
+  const trajectories = instances.map((i) => i.trajectory);
   const registry = path.join(dir, 'registry.json');
   fs.writeFileSync(
     registry,
@@ -150,19 +158,17 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
   const token = randomBytes(32).toString('base64url');
   const tokenFile = path.join(dir, 'gateway-token');
   fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
-  const command = [
+  const command = (instance: (typeof instances)[number]) => [
     SETTLE_BIN,
     'mcp',
     'serve',
     '--upstream',
-    [process.execPath, FILESYSTEM_SERVER, files].map((w) => JSON.stringify(w)).join(' '),
+    [process.execPath, FILESYSTEM_SERVER, instance.files].map((w) => JSON.stringify(w)).join(' '),
     '--registry',
     registry,
     '--ungated',
     '--trajectory',
-    trajectory,
-    '--task-queue',
-    `chaos-${trajectory}`,
+    instance.trajectory,
     '--token-file',
     tokenFile,
     '--http',
@@ -176,20 +182,20 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
     ...laneEnv(scenario),
   };
   const slots: GatewaySlot[] = [];
-  for (let i = 0; i < scenario.workers; i++) {
+  for (const instance of instances) {
     const port = await freePort();
-    slots.push(new GatewaySlot(port, [...command, String(port)], gatewayEnv, env.log));
+    slots.push(new GatewaySlot(port, [...command(instance), String(port)], gatewayEnv, env.log));
   }
   const faults: Fault[] = [];
   try {
-    // One at a time: the first starts the session's workflow, the others join it.
-    for (const slot of slots) await slot.start();
+    await Promise.all(slots.map((slot) => slot.start()));
     const n = scenario.orchestrated + scenario.scripted;
     const deadline = Date.now() + scenario.timeoutMs;
     const plans = Array.from({ length: n }, (_, i) => {
-      const file = path.join(files, `${i}.txt`);
+      const slot = i % slots.length;
+      const file = path.join(instances[slot]!.files, `${i}.txt`);
       fs.writeFileSync(file, 'count:\n');
-      return { id: `call-${i}`, file };
+      return { id: `call-${i}`, file, slot: slots[slot]! };
     });
     let next = 0;
     let running = true;
@@ -198,7 +204,7 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
       const reports: CallReport[] = [];
       await sleep((spread * lane) / LANES);
       for (let i = next++; i < n; i = next++) {
-        reports.push(await callUntilAnswered(slots, plans[i]!, token, random, deadline));
+        reports.push(await callUntilAnswered(plans[i]!, token, deadline));
         await sleep(spread / Math.max(1, n / LANES));
       }
       return reports;
@@ -217,10 +223,10 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
     const reports = await workload;
     await faulting;
 
-    const trails = await callTrails(store, [trajectory]);
-    const histories = await historyFigures(new SettleClient(client, `chaos-${trajectory}`), [trajectory], env.historiesDir);
+    const trails = await callTrails(store, trajectories);
+    const histories = await historyFigures(new SettleClient(client), trajectories, env.historiesDir);
     const renewals = await renewalStatements(db);
-    const result = summarize(scenario, reports, faults, trails, started);
+    const result = summarize(scenario, reports, faults, trails, started, trajectories.length);
     const recovered = recoveries(faults, trails);
     const rate = renewals === null ? null : renewalRate(renewals, trails, faults);
     return {
@@ -235,10 +241,12 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
     };
   } finally {
     for (const slot of slots) slot.stop();
-    await client.workflow
-      .getHandle(trajectory)
-      .terminate('chaos scenario over')
-      .catch(() => {});
+    for (const trajectory of trajectories) {
+      await client.workflow
+        .getHandle(trajectory)
+        .terminate('chaos scenario over')
+        .catch(() => {});
+    }
     await inspector.end().catch(() => {});
     await connection.close().catch(() => {});
     await db.destroy().catch(() => {});
@@ -247,23 +255,20 @@ export async function runMcpGatewayScenario(scenario: Scenario, env: ScenarioEnv
 }
 
 /**
- * One call, sent to a random live gateway and sent again (same call id, another or the restarted
- * gateway) whenever the connection fails or the gateway could not reach the session's workflow,
+ * One call, sent to its gateway and sent again (same call id, the gateway restarted in the same
+ * session) whenever the connection fails or the gateway could not reach the session's workflow,
  * until it answers with settle's resolution or the deadline passes.
  */
 async function callUntilAnswered(
-  slots: GatewaySlot[],
-  plan: { id: string; file: string },
+  plan: { id: string; file: string; slot: GatewaySlot },
   token: string,
-  random: () => number,
   deadline: number,
 ): Promise<CallReport> {
+  const { slot } = plan;
   let attempts = 0;
   let error: string | null = null;
   while (Date.now() < deadline) {
-    const ready = slots.filter((s) => s.ready);
-    const slot = ready[Math.floor(random() * ready.length)];
-    if (!slot) {
+    if (!slot.ready) {
       await sleep(200);
       continue;
     }
@@ -335,6 +340,7 @@ function summarize(
   faults: Fault[],
   trails: { state: string }[],
   started: number,
+  sessions: number,
 ): Omit<ScenarioResult, 'recovery' | 'renewalsPerRunningCallSecond' | 'renewals' | 'workflowTaskFailures'> {
   const problems: string[] = [];
   let duplicates = 0;
@@ -368,7 +374,7 @@ function summarize(
   return {
     scenario: scenario.name,
     description: scenario.description,
-    trajectories: 1,
+    trajectories: sessions,
     calls: reports.length,
     effects,
     duplicates,

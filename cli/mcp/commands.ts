@@ -18,7 +18,10 @@ export function registerMcpCommands(program: Command): void {
     .option('--registry <file>', "the operator's registry: the server's name, each tool's level and probe (JSON; docs/mcp.md)")
     .option('--name <server>', 'without --registry: the name capabilities grant the server by (mcp:<name>/<tool>)')
     .option('--trajectory <id>', "the session's trajectory (workflow id); default: the capability's audience, else a new id")
-    .option('--task-queue <queue>', "the gateway worker's task queue (default: settle-mcp-<server>)")
+    .option(
+      '--task-queue <queue>',
+      "the gateway worker's task queue, its session's alone (default: settle-mcp-<server>-<hash of the trajectory>)",
+    )
     .option('--capability <file>', 'the capability every call is checked against (keys from SETTLE_CAP_KEYS)')
     .option('--ungated', 'serve without a capability: every listed tool is callable (the operator says so)')
     .option(
@@ -35,6 +38,7 @@ export function registerMcpCommands(program: Command): void {
       (v: string, all: string[]) => [...all, v],
       [],
     )
+    .option('--idle-timeout <duration>', 'with --http: end a session no request touched for this long, e.g. 10m (default 30m)')
     .option('--workspace <dir>', "instead of --upstream: serve settle's own tools (file_view, file_edit, …), run in this directory")
     .option('--lint-details', "log each lint finding on the upstream's tools at start (default: one summary line)")
     .option('--approval-timeout <duration>', 'how long an A3 call waits for `settle approve` before it is denied, e.g. 30m (default 1h)')

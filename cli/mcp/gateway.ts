@@ -29,11 +29,13 @@ import type { AnyTeamTool } from '../../activities/tools/team-tool';
 import type { SettledResult } from '../../workflows/team-calls';
 import type { McpCallInput } from '../../workflows/mcp-definitions';
 import { SettlePlugin } from '../../workers/settle-plugin';
-import { PRELOAD_MODULES, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
+import { PRELOAD_MODULES, prebuiltWorkflowBundle, WORKFLOWS_PATH } from '../../workers/workflow-bundle';
 import { SessionWorkflow } from './session-workflow';
 import { lintUpstream } from './upstream-lint';
 import { refuseOperatorTools } from './operator-keys';
 import type { OperatorKeys } from '../../activities/operator/operator-keys';
+import { assertSessionOn, gatewayWorkerIdentity, sessionTaskQueue, UPSTREAM_MEMO, upstreamIdentity } from './session-queue';
+import { lockSession } from './session-lock';
 
 /** The `_meta` member a client names its call with: the same id (and arguments) is the same call, run once. */
 export const CALL_ID_META = 'io.settle/call_id';
@@ -51,7 +53,8 @@ export interface GatewayOptions {
   source: GatewaySource;
   /** The session's trajectory (workflow id). */
   trajectoryId: string;
-  taskQueue: string;
+  /** `--task-queue`; default: the running session's queue, else one of the session's own (session-queue.ts). */
+  taskQueue?: string;
   temporalAddress: string;
   namespace: string;
   databaseUrl: string;
@@ -63,7 +66,7 @@ export interface GatewayOptions {
   lintDetails?: boolean;
   /** How long an A3 call waits for `settle approve` before it is denied (default: settled()'s, one hour). */
   approvalTimeoutMs?: number;
-  /** A pre-built bundle of settle's workflows (SETTLE_WORKFLOW_BUNDLE); else bundled at start. */
+  /** A pre-built bundle of settle's workflows; default: SETTLE_WORKFLOW_BUNDLE, else the package's own, else bundled at start. */
   workflowBundlePath?: string;
   log: (line: string) => void;
 }
@@ -76,14 +79,36 @@ export interface Gateway {
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { source } = options;
+  const connection = await Connection.connect({ address: options.temporalAddress });
+  const client = new Client({ connection, namespace: options.namespace });
+  const cleanup: (() => Promise<void>)[] = [() => connection.close()];
+  try {
+    return await startServing(options, client, cleanup);
+  } catch (err) {
+    if (source.kind === 'upstream') await source.upstream.close();
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+    throw err;
+  }
+}
+
+async function startServing(options: GatewayOptions, client: Client, cleanup: (() => Promise<void>)[]): Promise<Gateway> {
   const { source, log } = options;
+  const server = source.kind === 'upstream' ? source.registry.server : WORKSPACE_SERVER;
+  const upstream = upstreamIdentity(source.kind === 'upstream' ? source.upstream.commandLine : ['--workspace', source.dir]);
+  // Before the upstream starts: a gateway refused here never touches it.
+  const taskQueue = await sessionTaskQueue(client, { trajectoryId: options.trajectoryId, server, upstream, requested: options.taskQueue });
+  const lock = await lockSession(options.databaseUrl, taskQueue, options.trajectoryId);
+  cleanup.push(() => lock.release());
   const served =
     source.kind === 'upstream'
       ? await upstreamCatalog(source, options.operatorKeys !== null, options, log)
       : workspaceCatalog(options.capability !== null, log);
   const ring = options.capability ? loadKeyRing() : null;
 
+  const workflowBundle = options.workflowBundlePath ? { codePath: options.workflowBundlePath } : prebuiltWorkflowBundle();
   const nativeConnection = await NativeConnection.connect({ address: options.temporalAddress });
+  cleanup.push(() => nativeConnection.close());
   const worker = await Worker.create({
     plugins: [
       new SettlePlugin({
@@ -96,23 +121,30 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     connection: nativeConnection,
     namespace: options.namespace,
-    taskQueue: options.taskQueue,
-    ...(options.workflowBundlePath
-      ? { workflowBundle: { codePath: options.workflowBundlePath } }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
+    taskQueue,
+    // `<pid>@<host>`: how a gateway started after this one was SIGKILLed tells its stale pollers apart.
+    identity: gatewayWorkerIdentity(),
+    // Pre-built (SETTLE_WORKFLOW_BUNDLE, else the package's own) when there is one: a gateway starts in seconds.
+    ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
   });
   const running = worker.run();
   running.catch((err: unknown) => log(`settle mcp: the worker stopped: ${errorMessage(err)}`));
+  cleanup.push(async () => {
+    worker.shutdown();
+    await running.catch(() => {});
+  });
 
-  const connection = await Connection.connect({ address: options.temporalAddress });
-  const client = new Client({ connection, namespace: options.namespace });
   // One workflow per trajectory: a gateway started again with the same trajectory joins it, or starts its next run.
   const session = await SessionWorkflow.open(client, {
     trajectoryId: options.trajectoryId,
-    taskQueue: options.taskQueue,
+    taskQueue,
     server: served.server,
+    memo: { [UPSTREAM_MEMO]: upstream },
   });
-  log(`settle mcp: serving ${served.listed.length} tool(s) of ${served.server} in trajectory ${options.trajectoryId}`);
+  await assertSessionOn(client, options.trajectoryId, taskQueue);
+  log(
+    `settle mcp: serving ${served.listed.length} tool(s) of ${served.server} in trajectory ${options.trajectoryId} on task queue ${taskQueue}`,
+  );
 
   // Call ids the gateway makes up for calls that bring none: unique to this process, so a restarted
   // gateway never mistakes a new call for an old one (and never deduplicates a retry: see docs/mcp.md).
@@ -132,14 +164,28 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return mcp;
     },
     async close() {
-      await session.close().catch(() => {});
-      worker.shutdown();
-      await running.catch(() => {});
+      await withinMs(CLOSE_STEP_MS, session.close());
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      // A call still in flight holds the worker until the upstream answers: stopping the upstream
+      // ends it (IN_DOUBT, for the session's next gateway), so the gateway never outlives its session.
+      await withinMs(CLOSE_STEP_MS, running);
       if (source.kind === 'upstream') await source.upstream.close();
-      await connection.close();
-      await nativeConnection.close();
+      await withinMs(CLOSE_STEP_MS, running);
+      await withinMs(CLOSE_STEP_MS, client.connection.close());
+      await withinMs(CLOSE_STEP_MS, nativeConnection.close());
+      await withinMs(CLOSE_STEP_MS, lock.release());
     },
   };
+}
+
+/** How long each step of closing may take: a session's end must not wait on a stuck peer. */
+const CLOSE_STEP_MS = 3_000;
+
+/** Waits for `promise` (its failure ignored), at most `ms`. */
+async function withinMs(ms: number, promise: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /** What one gateway serves: the tools it lists, the definitions its worker registers, and how each call is routed. */
@@ -158,11 +204,13 @@ async function upstreamCatalog(
   log: (line: string) => void,
 ): Promise<Served> {
   const { upstream, registry } = source;
-  const listed = await upstream.listTools();
-  lintUpstream(listed, registry.server, options.lintDetails === true, log);
-  const { definitions, tools } = gatewayTools(upstream, listed, registry);
+  const offered = await upstream.listTools();
+  lintUpstream(offered, registry.server, options.lintDetails === true, log);
+  const { definitions, tools } = gatewayTools(upstream, offered, registry);
   if (!operatorKeys) refuseOperatorTools(tools);
-  for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is listed but not served: ${t.reason}`);
+  for (const t of tools.values()) if (!t.served) log(`settle mcp: ${t.name} is not served: ${t.reason}`);
+  // The client is offered only what it can call: a refused tool is never listed.
+  const listed = offered.filter((t) => typeof t.name === 'string' && tools.get(t.name)?.served === true);
   return {
     server: registry.server,
     listed,

@@ -23,6 +23,7 @@ import { printable } from '../terminal-text';
 import { gatewayOperatorKeys } from './operator-keys';
 import { allowedOrigins, bearerToken, gatewayHosts, refusal, type HttpAccess } from './http-guard';
 import { readCapability, startGateway, WORKSPACE_SERVER, type Gateway, type GatewaySource } from './gateway';
+import { idleTimeoutMs, IdleSessions } from './idle-sessions';
 
 /** The flags of `settle mcp serve`, as commander parses them (commands.ts). */
 export interface ServeOptions {
@@ -40,6 +41,7 @@ export interface ServeOptions {
   workspace?: string;
   approvalTimeout?: string;
   lintDetails?: boolean;
+  idleTimeout?: string;
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
@@ -59,6 +61,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
     throw new UsageError(`${opts.tokenFile !== undefined ? '--token-file' : '--allow-origin'}: only with --http`);
   }
   const approvalTimeoutMs = opts.approvalTimeout === undefined ? undefined : approvalTimeout(opts.approvalTimeout);
+  const idleMs = idleTimeoutMs(opts.idleTimeout, opts.http !== undefined);
   const source = opts.workspace !== undefined ? workspaceSource(opts, opts.workspace) : upstreamSource(opts, opts.upstream!, log);
   const server = source.kind === 'upstream' ? source.registry.server : WORKSPACE_SERVER;
   const capability = opts.capability ? readCapability(opts.capability) : null;
@@ -69,12 +72,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const dev = process.env.TEMPORAL_ADDRESS ? null : readDevSettings();
   const temporalAddress = process.env.TEMPORAL_ADDRESS || dev?.temporalAddress;
   if (!temporalAddress) throw new UsageError('TEMPORAL_ADDRESS: must be set (or run `settle dev`, whose settings the CLI then finds)');
-  // Over HTTP the gateway stops on SIGTERM/SIGINT itself: it closes the session while its worker still runs.
-  installRuntime('WARN', opts.http !== undefined ? { shutdownSignals: [] } : {});
+  // The gateway stops on SIGTERM/SIGINT itself, both transports: it closes the session while its worker still runs.
+  installRuntime('WARN', { shutdownSignals: [] });
   const gateway = await startGateway({
     source,
     trajectoryId,
-    taskQueue: opts.taskQueue ?? `settle-mcp-${server}`,
+    ...(opts.taskQueue !== undefined ? { taskQueue: opts.taskQueue } : {}),
     temporalAddress,
     namespace: process.env.TEMPORAL_NAMESPACE || dev?.namespace || 'default',
     databaseUrl: databaseUrl("the gateway keeps its calls' endpoint records there"),
@@ -82,10 +85,9 @@ export async function serve(opts: ServeOptions): Promise<void> {
     operatorKeys: gatewayOperatorKeys(),
     lintDetails: opts.lintDetails === true,
     ...(approvalTimeoutMs !== undefined ? { approvalTimeoutMs } : {}),
-    ...(process.env.SETTLE_WORKFLOW_BUNDLE ? { workflowBundlePath: process.env.SETTLE_WORKFLOW_BUNDLE } : {}),
     log,
   });
-  if (opts.http !== undefined && access) await serveHttp(gateway, port(opts.http), access, log);
+  if (opts.http !== undefined && access) await serveHttp(gateway, port(opts.http), access, idleMs, log);
   else await serveStdio(gateway);
 }
 
@@ -170,27 +172,43 @@ function httpAccess(opts: ServeOptions): HttpAccess & { generated: boolean } {
   return { ...bearerToken(opts.tokenFile), origins: allowedOrigins(opts.allowOrigin) };
 }
 
-/** One session on stdin/stdout; it ends when the client closes the pipe. */
+/**
+ * One session on stdin/stdout; it ends when the client closes the pipe (stdin's end: the SDK's
+ * transport does not watch for it) or the gateway is told to stop, and the process exits with it.
+ */
 async function serveStdio(gateway: Gateway): Promise<void> {
   const server = gateway.server();
-  const closed = new Promise<void>((resolve) => (server.server.onclose = resolve));
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = resolve;
+    for (const ended of ['end', 'close'] as const) process.stdin.once(ended, resolve);
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
   await server.connect(new StdioServerTransport());
   await closed;
   await gateway.close();
+  // Whatever is left (a pool, a timer) must not keep a gateway without a client alive.
+  process.exit(0);
 }
 
 /**
  * Streamable HTTP on 127.0.0.1: one MCP session per `mcp-session-id`, all in the gateway's
- * trajectory; every request first passes http-guard.ts (Host, Origin, bearer token).
+ * trajectory; every request first passes http-guard.ts (Host, Origin, bearer token); a session no
+ * request touched for `idleMs` ends.
  */
 async function serveHttp(
   gateway: Gateway,
   listenPort: number,
   access: HttpAccess & { generated: boolean },
+  idleMs: number,
   log: (line: string) => void,
 ): Promise<void> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let hosts = gatewayHosts(listenPort);
+  const idle = new IdleSessions(idleMs, (id) => {
+    log(`settle mcp: HTTP session ${id} ended: idle for ${idleMs / 1000} s`);
+    void transports.get(id)?.close();
+  });
   const httpServer = http.createServer((req, res) => {
     void (async () => {
       const refused = refusal(req.headers, access, hosts);
@@ -216,11 +234,20 @@ async function serveHttp(
           onsessioninitialized: (id) => void transports.set(id, created),
         });
         created.onclose = () => {
-          if (created.sessionId) transports.delete(created.sessionId);
+          if (created.sessionId) {
+            transports.delete(created.sessionId);
+            idle.forget(created.sessionId);
+          }
         };
         await gateway.server().connect(created);
         transport = created;
       }
+      const session = transport;
+      // The session's id exists once its initialize request is handled: the clock counts from its response's end.
+      if (session.sessionId) idle.begin(session.sessionId);
+      res.once('close', () => {
+        if (session.sessionId && transports.has(session.sessionId)) idle.end(session.sessionId);
+      });
       await transport.handleRequest(req, res);
     })().catch((err: unknown) => {
       log(`settle mcp: HTTP request failed: ${(err as Error).message}`);

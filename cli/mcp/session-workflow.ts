@@ -19,6 +19,8 @@ export interface SessionOptions {
   taskQueue: string;
   /** The upstream's name in the operator's registry. */
   server: string;
+  /** Set on a run this gateway starts (the upstream it serves: a gateway for another one is refused). */
+  memo?: Record<string, unknown>;
 }
 
 export class SessionWorkflow {
@@ -74,6 +76,7 @@ function start(client: Client, options: SessionOptions): Promise<WorkflowHandle<
     args: [{ server: options.server }],
     signal: mcpOpenSignal,
     signalArgs: [],
+    ...(options.memo ? { memo: options.memo } : {}),
     // What notices a dead gateway worker in the middle of a local-lane call (core/tools/lanes.ts).
     workflowTaskTimeout: LOCAL_LANE_TASK_TIMEOUT_MS,
   });

@@ -17,8 +17,27 @@ import { until } from '../support/in-doubt';
 const NODE_MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.url));
 export const FILESYSTEM_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-filesystem/dist/index.js');
 export const MEMORY_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-memory/dist/index.js');
+export const EVERYTHING_SERVER = path.join(NODE_MODULES, '@modelcontextprotocol/server-everything/dist/index.js');
 export const LYING_SERVER = fileURLToPath(new URL('./fixtures/lying-server.ts', import.meta.url));
 export const TERMINAL_SERVER = fileURLToPath(new URL('./fixtures/terminal-server.ts', import.meta.url));
+export const LEDGER_SERVER = fileURLToPath(new URL('./fixtures/ledger-server.ts', import.meta.url));
+export const STDIO_CLIENT = fileURLToPath(new URL('./fixtures/stdio-client.ts', import.meta.url));
+
+/** The test stack, as a gateway (or any settle command) reads it. */
+export function stackEnv(): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    DATABASE_URL: inject('databaseUrl'),
+    SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+  };
+}
+
+/** The trajectory and task queue a gateway's start line names. */
+export function servedSession(stderr: string): { trajectory: string; taskQueue: string } {
+  const match = / in trajectory (\S+) on task queue (\S+)/.exec(stderr);
+  if (!match) throw new Error(`no start line in the gateway's stderr:\n${stderr}`);
+  return { trajectory: match[1]!, taskQueue: match[2]! };
+}
 
 /** A command line running `script` with this Node (TypeScript through tsx), quoted as --upstream takes it. */
 export function nodeCommand(script: string, ...args: string[]): string {
@@ -45,13 +64,7 @@ export async function startGateway(args: string[], env: Record<string, string> =
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [SETTLE_BIN, 'mcp', 'serve', ...args],
-    env: {
-      ...(process.env as Record<string, string>),
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      DATABASE_URL: inject('databaseUrl'),
-      SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-      ...env,
-    },
+    env: { ...(process.env as Record<string, string>), ...stackEnv(), ...env },
     stderr: 'pipe',
   });
   let stderr = '';
