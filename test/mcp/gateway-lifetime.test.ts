@@ -76,8 +76,10 @@ describe('an HTTP session whose client vanished', () => {
     gateway.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     try {
       const url = await until(async () => /streamable HTTP on (http:\/\/\S+)/.exec(stderr)?.[1], `the gateway listening\n${stderr}`);
+      const token = /bearer token for this start \([^)]*\): (\S+)/.exec(stderr)![1]!;
+      const withToken = { requestInit: { headers: { authorization: `Bearer ${token}` } } };
       const client = new Client({ name: 'settle-test', version: '0.1.0' });
-      const transport = new StreamableHTTPClientTransport(new URL(url));
+      const transport = new StreamableHTTPClientTransport(new URL(url), withToken);
       await client.connect(transport);
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('append-entry');
       const sessionId = transport.sessionId!;
@@ -86,13 +88,18 @@ describe('an HTTP session whose client vanished', () => {
       await until(async () => stderr.includes(`HTTP session ${sessionId} ended: idle for 2 s`), `the session ended\n${stderr}`, 20_000);
       const stale = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': sessionId,
+          authorization: `Bearer ${token}`,
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
       });
       expect(stale.status).toBe(404);
 
       const next = new Client({ name: 'settle-test', version: '0.1.0' });
-      await next.connect(new StreamableHTTPClientTransport(new URL(url)));
+      await next.connect(new StreamableHTTPClientTransport(new URL(url), withToken));
       expect((await next.listTools()).tools.length).toBeGreaterThan(0);
       await next.close();
     } finally {

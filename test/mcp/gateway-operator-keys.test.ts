@@ -59,11 +59,9 @@ describe("settle mcp serve: the operator's keys", () => {
     expect(fs.existsSync(DEV_SETTINGS_FILE), 'a settle dev runs in this checkout').toBe(false);
     const { gateway } = await memoryGateway(NO_OPERATOR_ENV);
     expect(gateway.stderr()).toMatch(
-      /delete_entities is listed but not served: A3: it needs `settle approve`, and this gateway holds no operator keys \(set SETTLE_OPERATOR_KEYS, or run `settle dev`\)\n/,
+      /delete_entities is not served: A3: it needs `settle approve`, and this gateway holds no operator keys \(set SETTLE_OPERATOR_KEYS, or run `settle dev`\)\n/,
     );
-    expect(gateway.stderr()).toMatch(
-      /create_entities is listed but not served: A2 without a probe: an in-doubt call needs `settle resolve`/,
-    );
+    expect(gateway.stderr()).toMatch(/create_entities is not served: A2 without a probe: an in-doubt call needs `settle resolve`/);
     const client = await gateway.connect(gateway.printedToken!);
     try {
       const refused = await call(client, 'delete_entities', { entityNames: ['alice'] }, 'd-1');

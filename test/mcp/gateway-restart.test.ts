@@ -1,7 +1,7 @@
 /**
  * A gateway's session after a clean stop (cli/mcp/session-workflow.ts): the stop ends the run of
- * the session's workflow; a gateway still serving the trajectory, or one started again on it,
- * goes on in a new run under the same id. Call keys derive from the trajectory, never the run:
+ * the session's workflow; a gateway started again on the trajectory goes on in a new run under the
+ * same id (while one serves it, a second is refused: one gateway per session). Call keys derive from the trajectory, never the run:
  * a completed call replays from its record (the file edited once), a new call runs.
  */
 import fs from 'node:fs';
@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 describe('settle mcp serve --trajectory after a clean stop', () => {
-  it('a gateway beside the stopped one, and one started again, serve the trajectory in a new run', async () => {
+  it('a gateway started again after a clean stop serves the trajectory in a new run; one beside a serving gateway is refused', async () => {
     const dir = tempWorkspace('mcp-restart');
     const counter = path.join(dir, 'counter.txt');
     fs.writeFileSync(counter, 'count:\n');
@@ -62,18 +62,19 @@ describe('settle mcp serve --trajectory after a clean stop', () => {
       const first = await start();
       const ran = await edit(first, 'edit-1');
       expect(ran.resolution).toBe('executed');
-      const beside = await start();
+      // One gateway per session: a second one beside it is refused at start.
+      await expect(start()).rejects.toThrow(/must have no other (worker|gateway)/);
       await first.stop(); // SIGTERM: the gateway closes the session; its run completes
       expect(first.process.exitCode, first.stderr()).toBe(0);
       await completed(1);
 
-      // The gateway beside it: a repeat is answered with the completed run's outcome of that update
-      // (the first answer); a new call finds the run completed, and a new run takes it.
-      expect(await edit(beside, 'edit-1')).toEqual({ key: ran.key, resolution: 'executed' });
-      expect(await edit(beside, 'edit-2')).toMatchObject({ resolution: 'executed' });
+      // Started again on the trajectory: a new run, where a completed call replays from its record.
+      const second = await start();
+      expect(await edit(second, 'edit-1')).toEqual({ key: ran.key, resolution: 'replayed' });
+      expect(await edit(second, 'edit-2')).toMatchObject({ resolution: 'executed' });
       expect(fs.readFileSync(counter, 'utf8')).toBe('count:II\n');
-      await beside.stop();
-      expect(beside.process.exitCode, beside.stderr()).toBe(0);
+      await second.stop();
+      expect(second.process.exitCode, second.stderr()).toBe(0);
       await completed(2);
 
       // Started again on the trajectory: its next run, where a completed call replays from its record.

@@ -26,13 +26,13 @@ it("escapes an upstream's stderr, tool names and property names in the gateway's
   ]);
   const log = await until(async () => /settle mcp: serving/.test(gateway.stderr()) && gateway.stderr(), 'the gateway serving', 60_000);
   expect(log).toContain('upstream: starting \\x1b]0;pwned\\x07\\x1b[2J\\x1b[H\\u202eevil');
-  expect(log).toMatch(/wipe\\x1b\[2J.* is listed but not served/);
+  expect(log).toMatch(/wipe\\x1b\[2J.* is not served/);
   expect(log).toMatch(/settle mcp lint \(terminal\): .*wipe\\x1b\[2J/);
   expect(log).toContain('x\\x1b[31m\\u202e'); // the property name, in a lint finding
   expect(log).not.toMatch(RAW);
-  // The client still sees the tools exactly as the server wrote them: escaping is the terminal's.
+  // A tool settle cannot serve is never offered to the client (escaping is only the terminal's).
   const { tools } = await gateway.client.listTools();
-  expect(tools[0]?.name).toBe('wipe\x1b[2J');
+  expect(tools).toEqual([]);
   await gateway.close();
 }, 120_000);
 
