@@ -118,6 +118,13 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   });
   const workflowBundle = options.workflowBundle ?? prebuiltWorkflowBundle();
   const connection = await NativeConnection.connect(target.connectionOptions);
+  // Before anything polls: a namespace without settle's search attributes would stall every workflow.
+  try {
+    await requireSearchAttributes(connection, target.namespace, warn);
+  } catch (err) {
+    await Promise.all([connection.close(), db.destroy(), tracing?.shutdown()]);
+    throw err;
+  }
   // `isolateExecutionTimeout` is read by the SDK (1.24: its defaults are spread under the options)
   // but not in its public type: see the comment where it is set.
   const workerOptions: WorkerOptions & { isolateExecutionTimeout: string } = {
@@ -161,12 +168,6 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     target,
     shutdown: () => worker.shutdown(),
     run: async () => {
-      try {
-        await requireSearchAttributes(connection, target.namespace, warn);
-      } catch (err) {
-        await Promise.all([connection.close(), db.destroy(), tracing?.shutdown()]);
-        throw err;
-      }
       sweeper.start();
       try {
         await worker.run();

@@ -109,7 +109,16 @@ describe('an A3 call settled from a team workflow', () => {
     expect(await handle.query(waitingForQuery)).toContain(`settle approve ${workflowId} ${key}`);
     // What an approval lets run, whole, for a team's tool too: the query, and `settle status`.
     expect(await handle.query(pendingApprovalsQuery)).toEqual([
-      { key, turn: first.turn, callId: 'yes', tool: 'append_line', args: { file, text: 'approved' } },
+      {
+        key,
+        turn: first.turn,
+        callId: 'yes',
+        tool: 'append_line',
+        args: { file, text: 'approved' },
+        keyMode: 'sha256',
+        sinceMs: expect.any(Number),
+        deadlineMs: expect.any(Number),
+      },
     ]);
     const status = await runSettle(['status', workflowId], { env: { TEMPORAL_ADDRESS: inject('temporalAddress') } });
     expect(status.stdout).toContain(
