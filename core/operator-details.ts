@@ -8,6 +8,7 @@
  * key or path in a code span. The first line is a one-line summary: what waits, the tool and its
  * target, since when, and the deadline.
  */
+import { printable } from './printable';
 
 /**
  * How a command shown to an operator calls settle: `npx settle` runs the `settle` bin of the
@@ -32,6 +33,8 @@ export interface WaitDetails {
   explanation: string;
   /** Complete commands, each copy-pasteable as is. */
   commands: string[];
+  /** For a call waiting for approval: its whole arguments, shown after the commands (escaped, never cut). */
+  args?: Record<string, unknown>;
 }
 
 export function waitDetails(d: WaitDetails): string {
@@ -45,6 +48,8 @@ export function waitDetails(d: WaitDetails): string {
     ...d.commands,
     '```',
     '',
+    // What an approval lets run, whole: the summary above is cut, the arguments never are.
+    ...(d.args ? ['Arguments, in full:', '', '```json', printable(JSON.stringify(d.args)).replace(/`/g, '\\x60'), '```', ''] : []),
     d.explanation,
   ].join('\n');
 }

@@ -48,6 +48,8 @@
  *   results are only read); a hit or a miss gives the same answer, so trajectories cannot tell.
  * - core/json-text.ts: `NUMBER`, a sticky regex whose `lastIndex` is set before every `exec`
  *   (one synchronous parse at a time); the rest is constants and a per-call Parser.
+ * - core/printable.ts: one module-level global regex, used only by `String.prototype.replace`
+ *   (which resets its `lastIndex`) and never exported, so not frozen; no other state.
  * - core/key.ts, core/paths.ts: constants, non-global regexes (`test` writes no `lastIndex`) and
  *   a TextEncoder. KEY_PATTERN and TOOL_NAME_PATTERN are exported, hence frozen: never hand them
  *   to zod's `.regex()` (it writes `lastIndex`).
@@ -104,6 +106,7 @@ export const PRELOADED_SOURCES = [
   'core/observation.ts',
   'core/operator-details.ts',
   'core/paths.ts',
+  'core/printable.ts',
   'core/reserved-variables.ts',
   'core/tools/bash-execute.ts',
   'core/tools/catalog.ts',

@@ -372,6 +372,7 @@ async function approvalFor(ctx: CallContext, report: CallReport, key: string, ar
       deadline: { atMs: since + timeoutMs, then: 'denied' },
       explanation: `Call ${codeSpan(report.callId)} (turn ${report.turn}) is A3: it runs only once a person approves it, with one of the commands above.`,
       commands: [approve(false), approve(true)],
+      args,
     }),
   );
   // A log line, not a command: recorded histories replay unchanged (and replay logs nothing).

@@ -285,6 +285,8 @@ describe('outcomes, summaries, approvals', () => {
     expect(pending.waitingFor!.split('\n')[0]).toMatch(
       /^\*\*waiting for approval\*\* · `bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/,
     );
+    // What the approval lets run, whole, in the details the Web UI shows.
+    expect(pending.waitingFor).toContain('Arguments, in full:\n\n```json\n{"command":"echo ok","timeout_ms":30000}\n```');
     // The approver is the operator whose key signs: the command has no name to fill in.
     expect(pending.waitingFor).toContain(`npx settle approve ${id} ${key} \\\n  --reason 'change ticket or why'\n`);
     const timers = ((await client.workflow.getHandle(id).fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes);
