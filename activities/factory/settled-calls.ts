@@ -12,7 +12,8 @@ import { probeRecord, runSettled } from '../settled/run-settled';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from '../settled/watch-record';
 import type { Observation } from '../../core/observation';
 import { approvalForExecution, type ExecutingCall, type ExecutionApproval } from '../operator/execution-approval';
-import { checkAccess, denied } from './access';
+import type { EndpointRecord } from '../store/endpoint-store';
+import { checkAccess, denied, type Denial } from './access';
 import { checkedCall } from './checked-call';
 import { trajectoryIdOf, type ActivityContext } from './context';
 import { keySecret } from './key-secret';
@@ -82,6 +83,16 @@ export function settledCallActivities(ctx: ActivityContext) {
           await callStats.recordProposedCall({ trajectoryId, turn: input.turn, callId: input.callId, tool: input.tool, issue: null });
         }
       };
+      // A refusal names the key's record when it has one: the workflow then waits while its effect is unknown.
+      const refused = (record: EndpointRecord | undefined, denial: Denial) => {
+        const refusal = denied(
+          { trajectoryId, turn: input.turn, callId: input.callId, key, generation: record?.generation ?? null, tool: input.tool },
+          denial,
+        );
+        return record
+          ? { ...refusal, record: { state: record.state, generation: record.generation, settledBy: record.settledBy } }
+          : refusal;
+      };
       if (key !== input.key) {
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
@@ -94,13 +105,7 @@ export function settledCallActivities(ctx: ActivityContext) {
         if (record?.state === 'COMPLETED') {
           return boundOutcome({ kind: 'completed', result: record.result as Observation, replayed: true, generation: record.generation });
         }
-        const refusal = denied(
-          { trajectoryId, turn: input.turn, callId: input.callId, key, generation: record?.generation ?? null, tool: input.tool },
-          { component: 'approval', reason: `the approval's credential must ${approval.rule}` },
-        );
-        return record
-          ? { ...refusal, record: { state: record.state, generation: record.generation, settledBy: record.settledBy } }
-          : refusal;
+        return refused(record, { component: 'approval', reason: `the approval's credential must ${approval.rule}` });
       }
       const workspace = ctx.workspaceFor(input.workspace);
       const access = await checkAccess(ctx, input.capability, { tool: input.tool, args, workspace, key, audience: trajectoryId });
@@ -109,14 +114,7 @@ export function settledCallActivities(ctx: ActivityContext) {
         // A refusal says nothing about what an earlier attempt of this call did: when the key has
         // a record (an attempt on another worker claimed it, then died), report its state, so the
         // workflow waits for a record in doubt to be settled instead of calling the call denied.
-        const record = await store.get(key);
-        const refusal = denied(
-          { trajectoryId, turn: input.turn, callId: input.callId, key, generation: record?.generation ?? null, tool: input.tool },
-          access.denied,
-        );
-        return record
-          ? { ...refusal, record: { state: record.state, generation: record.generation, settledBy: record.settledBy } }
-          : refusal;
+        return refused(await store.get(key), access.denied);
       }
       return runSettled(
         store,
