@@ -185,7 +185,7 @@ export function settledCallActivities(ctx: ActivityContext) {
         return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
       }
       const { tool, args } = settledCall(record.tool, record.args);
-      const { verdict, state: applied } = await probeRecord(store, tool, args, record, { workspace });
+      const { verdict, state: applied, settledBy } = await probeRecord(store, tool, args, record, { workspace });
       const final = verdict.verdict === 'unknown' && verdict.final === true;
       // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
       await failpoint('probe.after_answer');
@@ -194,6 +194,7 @@ export function settledCallActivities(ctx: ActivityContext) {
         detail: verdict.detail,
         state: applied,
         generation: record.generation,
+        settledBy,
         ...(final ? { final } : {}),
       };
     },

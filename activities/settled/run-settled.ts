@@ -220,7 +220,7 @@ export async function probeRecord<Args, Intent, Result>(
   args: Args,
   record: EndpointRecord,
   env: ToolEnv,
-): Promise<{ verdict: ProbeVerdict<Result>; state: EndpointRecord['state']; applied: boolean }> {
+): Promise<{ verdict: ProbeVerdict<Result> } & ProbeApplication> {
   const verdict: ProbeVerdict<Result> =
     record.intent == null
       ? { verdict: 'not_applied', detail: 'no intent recorded: the effect never started' }
@@ -240,6 +240,14 @@ export async function probeRecord<Args, Intent, Result>(
   return { verdict, ...(await applyProbe(store, record, verdict)) };
 }
 
+/** A probe verdict applied to its record: the state it left, and who settled the record (null while IN_DOUBT). */
+export interface ProbeApplication {
+  state: EndpointRecord['state'];
+  /** This probe's verdict settled the record. */
+  applied: boolean;
+  settledBy: string | null;
+}
+
 /**
  * Applies a probe verdict to an IN_DOUBT record (docs/design.md#probes): applied → COMPLETED,
  * not applied → NOT_EXECUTED, unknown → stays IN_DOUBT. Fenced by the generation read.
@@ -248,9 +256,9 @@ export async function applyProbe<Result>(
   store: EndpointStore,
   record: EndpointRecord,
   verdict: ProbeVerdict<Result>,
-): Promise<{ state: EndpointRecord['state']; applied: boolean }> {
+): Promise<ProbeApplication> {
   const actor: Actor = `probe:${record.tool}`;
-  if (verdict.verdict === 'unknown') return { state: 'IN_DOUBT', applied: false };
+  if (verdict.verdict === 'unknown') return { state: 'IN_DOUBT', applied: false, settledBy: null };
   const write =
     verdict.verdict === 'applied'
       ? await store.settle(record.key, record.generation, { as: 'COMPLETED', result: verdict.result }, actor, verdict.detail)
@@ -265,9 +273,11 @@ export async function applyProbe<Result>(
       state: write.record.state,
       actor,
     });
-    return { state: write.record.state, applied: true };
+    return { state: write.record.state, applied: true, settledBy: actor };
   }
-  return { state: write.current?.state ?? 'IN_DOUBT', applied: false };
+  // Fenced out: settled meanwhile (an operator's `settle resolve`, a late completion). Whoever it
+  // was is what the caller reports, not this probe.
+  return { state: write.current?.state ?? 'IN_DOUBT', applied: false, settledBy: write.current?.settledBy ?? null };
 }
 
 async function finish<Result>(

@@ -87,7 +87,14 @@ export type ClaimResult =
   | { kind: 'in_doubt'; record: EndpointRecord; leaseExpiredNow: boolean };
 
 /** A fenced write either applied, or was refused because the record is no longer in that state/generation. */
-export type FencedWrite = { ok: true; record: EndpointRecord } | { ok: false; current: { state: RecordState; generation: number } | null };
+/** What a fenced-out writer learns of the record it lost: its state, generation and who settled it. */
+export interface CurrentRecord {
+  state: RecordState;
+  generation: number;
+  settledBy: string | null;
+}
+
+export type FencedWrite = { ok: true; record: EndpointRecord } | { ok: false; current: CurrentRecord | null };
 
 export type Settlement = { as: 'COMPLETED'; result: unknown } | { as: 'NOT_EXECUTED' };
 
@@ -406,8 +413,12 @@ export class EndpointStore {
     return { ok: false, current };
   }
 
-  private async currentState(key: string): Promise<{ state: RecordState; generation: number } | null> {
-    const row = await this.db.selectFrom(RECORDS).select(['state', 'generation']).where('key', '=', key).executeTakeFirst();
+  private async currentState(key: string): Promise<CurrentRecord | null> {
+    const row = await this.db
+      .selectFrom(RECORDS)
+      .select(['state', 'generation', 'settled_by as settledBy'])
+      .where('key', '=', key)
+      .executeTakeFirst();
     return row ?? null;
   }
 }

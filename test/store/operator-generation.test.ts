@@ -80,4 +80,24 @@ describe('operator verdicts are fenced by the generation the operator examined',
     expect(outcome).toEqual({ settled: true, state: 'COMPLETED', generation: 1 });
     expect(await store.get(call.key)).toMatchObject({ state: 'COMPLETED', settledBy: `operator:${TEST_OPERATOR}` });
   });
+
+  it('a probe whose verdict lands after an operator settled the call reports the operator, not itself', async () => {
+    const call = newCall();
+    await store.claim(call, { leaseMs: 30_000, holder: 'A', intent: { command: 'deploy --once' } });
+    await store.markInDoubt(call.key, 1, 'exception', 'worker:A');
+    // The probe read the record while it was IN_DOUBT…
+    const examined = (await store.get(call.key))!;
+    // …and an operator settled it before the probe's verdict was written.
+    const claim = { key: call.key, verdict: 'applied' as const, reason: 'log shows it', generation: 1 };
+    const credential = signed({ purpose: 'settle', namespace: 'default', trajectoryId: call.trajectoryId, ...claim });
+    await settleByOperator(store, { ...claim, credential }, { keys: onCall().keys, namespace: 'default' });
+
+    const late = await applyProbe(store, examined, { verdict: 'applied', detail: 'marker found', result: { output: 'x' } });
+    expect(late).toEqual({ state: 'COMPLETED', applied: false, settledBy: `operator:${TEST_OPERATOR}` });
+    const own = newCall();
+    await store.claim(own, { leaseMs: 30_000, holder: 'A', intent: { command: 'deploy --once' } });
+    await store.markInDoubt(own.key, 1, 'exception', 'worker:A');
+    const probed = await applyProbe(store, (await store.get(own.key))!, { verdict: 'not_applied', detail: 'no marker' });
+    expect(probed).toEqual({ state: 'NOT_EXECUTED', applied: true, settledBy: 'probe:bash_execute' });
+  });
 });

@@ -427,7 +427,7 @@ describe('file_edit intent and probe', () => {
     const record = (await store.get(call.key))!;
     const verdict = await fileEdit.probe(args, record.intent as never, { workspace });
     expect(verdict.verdict).toBe('not_applied');
-    expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
+    expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true, settledBy: 'probe:file_edit' });
     expect((await store.events(call.key)).at(-1)).toMatchObject({ toState: 'NOT_EXECUTED', actor: 'probe:file_edit' });
   });
 
@@ -445,7 +445,7 @@ describe('file_edit intent and probe', () => {
     const record = (await store.get(call.key))!;
     const verdict = await fileEdit.probe(args, record.intent as never, { workspace });
     expect(verdict).toMatchObject({ verdict: 'applied', result: { output: `replaced 1 block in ${file}` } });
-    expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
+    expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true, settledBy: 'probe:file_edit' });
     // A retry is now a replay, not a second edit.
     delete fileEditHooks.afterRename;
     expect(await runSettled(store, fileEdit, call, { workspace }, run)).toMatchObject({ kind: 'completed', replayed: true });
