@@ -48,17 +48,28 @@ export type CallEvent =
   /** An approval decision whose operator credential the worker verified (the approveCall update). A3 calls wait before their claim: no generation. */
   | { event: 'approval_decided'; trajectoryId: string; key: string; generation: null; decision: 'approve' | 'deny'; approver: string }
   /** A write fenced out: its (key, generation) no longer holds the record. */
-  | { event: 'fenced_write'; key: string; generation: number; op: string }
-  /** An IN_DOUBT record settled; `verdict` is the probe's or the operator's (partial: completed in part). */
+  | { event: 'fenced_write'; key: string; generation: number; op: FencedOp }
+  /**
+   * An IN_DOUBT record settled; `verdict` is the probe's or the operator's (partial: completed in
+   * part), or the executor's own late completion (applied) or late release (not_applied).
+   */
   | {
       event: 'settled';
       key: string;
       generation: number;
-      by: 'probe' | 'operator';
+      by: SettledBy;
       verdict: 'applied' | 'not_applied' | 'partial';
       state: string;
       actor: string;
     };
+
+/** The fenced writes of an endpoint record (activities/store/endpoint-store.ts). */
+export const FENCED_OPS = ['intent', 'complete', 'release', 'in_doubt', 'settle'] as const;
+export type FencedOp = (typeof FENCED_OPS)[number];
+
+/** Who settles an IN_DOUBT record: a probe, an operator, or the executor of that generation, late. */
+export const SETTLED_BY = ['probe', 'operator', 'executor'] as const;
+export type SettledBy = (typeof SETTLED_BY)[number];
 
 type Sink = (e: CallEvent) => void;
 const sinks: Sink[] = [];

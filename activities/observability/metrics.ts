@@ -2,17 +2,35 @@
  * settle's own Prometheus metrics, counted from call events (events.ts) and rendered in the text
  * exposition format. No client library: a handful of labelled counters and gauges.
  */
-import { onCallEvent, type CallEvent } from './events';
-import { toolLabel } from './tool-names';
+import { FENCED_OPS, onCallEvent, SETTLED_BY, type CallEvent } from './events';
+import { toolLabel, toolLabels } from './tool-names';
 
 type Labels = Record<string, string>;
 
+/** Every combination of the labels' values: the series a counter reports from zero. */
+function everyCombination(values: Record<string, readonly string[]>): Labels[] {
+  return Object.entries(values).reduce<Labels[]>(
+    (sets, [name, options]) => sets.flatMap((set) => options.map((value) => ({ ...set, [name]: value }))),
+    [{}],
+  );
+}
+
+/** A counter's labels and the values each can take, read at every render (tools register late). */
+type Domain = () => Record<string, readonly string[]>;
+
+const byTool: Domain = () => ({ tool: toolLabels() });
+
 class Family {
   private readonly values = new Map<string, { labels: Labels; value: number }>();
+  /**
+   * `domain`: the label values known in advance. Their series are reported from 0 before their
+   * first increment, so that `increase()` counts that increment (a series born at 1 reads as 0).
+   */
   constructor(
     readonly name: string,
     readonly type: 'counter' | 'gauge',
     readonly help: string,
+    private readonly domain?: Domain,
   ) {}
 
   add(labels: Labels, by = 1): void {
@@ -29,6 +47,10 @@ class Family {
 
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
+    for (const labels of this.domain ? everyCombination(this.domain()) : []) {
+      const id = JSON.stringify(Object.entries(labels).sort());
+      if (!this.values.has(id)) this.values.set(id, { labels, value: 0 });
+    }
     for (const { labels, value } of this.values.values()) {
       const l = Object.entries(labels)
         .map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
@@ -46,38 +68,58 @@ class Family {
  * holds the exporter lock (workers/gauge-exporter.ts) reports them, so they are never summed twice.
  */
 export class SettleMetrics {
-  readonly claims = new Family('settle_claims_total', 'counter', 'Claims that took a key IN_FLIGHT (a new execution), by tool.');
-  readonly replays = new Family('settle_replays_total', 'counter', 'Calls answered from a COMPLETED record without executing, by tool.');
-  readonly busy = new Family('settle_busy_total', 'counter', 'Claims refused because another executor held a live lease, by tool.');
+  readonly claims = new Family('settle_claims_total', 'counter', 'Claims that took a key IN_FLIGHT (a new execution), by tool.', byTool);
+  readonly replays = new Family(
+    'settle_replays_total',
+    'counter',
+    'Calls answered from a COMPLETED record without executing, by tool.',
+    byTool,
+  );
+  readonly busy = new Family('settle_busy_total', 'counter', 'Claims refused because another executor held a live lease, by tool.', byTool);
   readonly inDoubt = new Family(
     'settle_in_doubt_total',
     'counter',
     'Transitions to IN_DOUBT, by tool and cause (exception, lease_expired).',
+    () => ({ tool: toolLabels(), cause: ['exception', 'lease_expired'] }),
   );
-  readonly released = new Family('settle_not_executed_total', 'counter', 'Executions that proved no effect (NOT_EXECUTED), by tool.');
-  readonly settled = new Family('settle_settled_total', 'counter', 'IN_DOUBT records settled, by who (probe, operator) and to what state.');
+  readonly released = new Family(
+    'settle_not_executed_total',
+    'counter',
+    'Executions that proved no effect (NOT_EXECUTED), by tool.',
+    byTool,
+  );
+  readonly settled = new Family(
+    'settle_settled_total',
+    'counter',
+    "IN_DOUBT records settled by this process, by who (probe, operator, executor: the call's own late completion or release) and to what state.",
+    () => ({ by: SETTLED_BY, state: ['COMPLETED', 'NOT_EXECUTED'] }),
+  );
   readonly fenced = new Family(
     'settle_fenced_writes_total',
     'counter',
     'Writes refused by fencing (a late or zombie executor), by operation.',
+    () => ({ op: FENCED_OPS }),
   );
   readonly denials = new Family('settle_capability_denials_total', 'counter', 'Accesses refused by the capability, by component.');
-  readonly malformed = new Family('settle_malformed_calls_total', 'counter', 'Proposed calls refused by validation, by tool.');
-  readonly leaseFailures = new Family('settle_lease_renewals_failed_total', 'counter', 'Lease renewals refused or lost, by tool.');
+  readonly malformed = new Family('settle_malformed_calls_total', 'counter', 'Proposed calls refused by validation, by tool.', byTool);
+  readonly leaseFailures = new Family('settle_lease_renewals_failed_total', 'counter', 'Lease renewals refused or lost, by tool.', byTool);
   readonly probeRounds = new Family(
     'settle_probe_rounds_total',
     'counter',
     'Probe rounds on IN_DOUBT records, by tool and verdict (applied, not_applied, unknown).',
+    () => ({ tool: toolLabels(), verdict: ['applied', 'not_applied', 'unknown'] }),
   );
   readonly approvals = new Family(
     'settle_approval_decisions_total',
     'counter',
     'Approval decisions on A3 calls whose operator credential this worker verified, by decision (approve, deny).',
+    () => ({ decision: ['approve', 'deny'] }),
   );
   readonly operatorVerdicts = new Family(
     'settle_operator_verdicts_total',
     'counter',
     'Operator verdicts that settled an IN_DOUBT record through a worker, by verdict (applied, not_applied, partial).',
+    () => ({ verdict: ['applied', 'not_applied', 'partial'] }),
   );
 
   readonly approvalsPending = new Family(

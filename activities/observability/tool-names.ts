@@ -21,3 +21,8 @@ export function registerToolNames(names: Iterable<string>): void {
 export function toolLabel(name: string): string {
   return registered.has(name) ? name : OTHER_TOOL;
 }
+
+/** Every value the `tool` label can take now: the registered tools and `other`. */
+export function toolLabels(): string[] {
+  return [...registered, OTHER_TOOL];
+}

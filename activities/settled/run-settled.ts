@@ -294,6 +294,7 @@ async function finish<Result>(
   if (done.ok) {
     await onRecorded?.();
     emitCallEvent({ event: 'completed', generation, ...ref });
+    if (done.record.settledBy !== null) emitLateSettlement(ref, generation, 'applied', 'COMPLETED', actor);
     return { kind: 'completed', result, replayed: false, generation };
   }
   // Fenced out: someone settled or re-claimed this key while we ran. The record is the truth;
@@ -315,9 +316,19 @@ async function release<Result>(
   if (released.ok) {
     await onRecorded?.();
     emitCallEvent({ event: 'released', generation, detail, ...ref });
+    if (released.record.settledBy !== null) emitLateSettlement(ref, generation, 'not_applied', 'NOT_EXECUTED', actor);
     return { kind: 'released', generation, detail };
   }
   return outcomeOf(await durable('read the record', () => store.get(key)));
+}
+
+/**
+ * The executor's own write settled a record that had gone IN_DOUBT meanwhile (its lease lapsed while
+ * it worked): counted as a settlement, as a probe's or an operator's would be. The store sets
+ * `settled_by` only in that case.
+ */
+function emitLateSettlement(ref: CallRef, generation: number, verdict: 'applied' | 'not_applied', state: string, actor: Actor): void {
+  emitCallEvent({ event: 'settled', key: ref.key, generation, by: 'executor', verdict, state, actor });
 }
 
 /** The outcome a caller should see for a record it no longer owns. */

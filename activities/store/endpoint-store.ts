@@ -14,7 +14,7 @@
  *   (sweepLapsedLeases) when nothing claims the key again;
  * - retention never touches IN_DOUBT (nor IN_FLIGHT).
  */
-import { emitCallEvent } from '../observability/events';
+import { emitCallEvent, type FencedOp } from '../observability/events';
 import { type Kysely, sql } from 'kysely';
 import type { Actor, RecordState } from '../../core/records';
 import type { EndpointEventRow, EndpointRecordRow, SettleDatabase } from './schema';
@@ -393,7 +393,7 @@ export class EndpointStore {
   }
 
   /** Runs a fenced transition; a refused one leaves an event, so operators see late (zombie) writes. */
-  private async transition<P extends TransitionParams>(statement: Transition<P>, params: P, op: string): Promise<FencedWrite> {
+  private async transition<P extends TransitionParams>(statement: Transition<P>, params: P, op: FencedOp): Promise<FencedWrite> {
     const { rows } = await statement.execute(this.db, params);
     if (rows[0]) return { ok: true, record: toRecord(rows[0]) };
 

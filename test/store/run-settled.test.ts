@@ -16,6 +16,8 @@ import { sql } from 'kysely';
 import { openDatabase } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
 import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
+import { SettleMetrics } from '../../activities/observability/metrics';
+import { onCallEvent } from '../../activities/observability/events';
 
 const db = openTestDb();
 const store = testStore(db);
@@ -111,6 +113,35 @@ describe('runSettled', () => {
     release();
     expect((await first).kind).toBe('completed');
     expect(tool.runs).toBe(1);
+  });
+
+  it('a completion that lands on a record gone IN_DOUBT meanwhile settles it, and is counted as settled by the executor', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const tool = scriptedTool(async () => {
+      await gate;
+      return 'late';
+    });
+    const call = callFor('scripted', { x: 5 });
+    const metrics = new SettleMetrics();
+    const stop = onCallEvent((e) => metrics.count(e));
+    try {
+      const first = runSettled(store, tool, call, { workspace: '/' }, run);
+      await waitFor(async () => (await store.get(call.key))?.intent != null);
+      // The sweeper (or a claimer) turned it IN_DOUBT while the effect was still running.
+      expect((await store.markInDoubt(call.key, 1, 'lease lapsed', 'lease-expiry')).ok).toBe(true);
+      release();
+      expect(await first).toMatchObject({ kind: 'completed', result: 'late', replayed: false });
+    } finally {
+      stop();
+    }
+    expect(await store.get(call.key)).toMatchObject({ state: 'COMPLETED', settledBy: 'worker:test-worker' });
+    const text = metrics.render({ installationGauges: false });
+    expect(text).toContain('settle_settled_total{by="executor",state="COMPLETED"} 1');
+    // Series known in advance are reported from 0, so that increase() sees their first increment.
+    expect(text).toContain('settle_settled_total{by="operator",state="NOT_EXECUTED"} 0');
+    expect(text).toContain('settle_in_doubt_total{tool="file_edit",cause="lease_expired"} 0');
+    expect(text).toContain('settle_fenced_writes_total{op="complete"} 0');
   });
 
   it('a claim that meets the lease of a holder that stopped renewing waits for it to lapse and finds the call IN_DOUBT', async () => {
