@@ -72,8 +72,31 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
     ));
 
   const exporter = new GaugeExporterLock(options.databaseUrl, options.exporterLockKey);
+  // Whether the last refresh reached Postgres (null before the first), and whether this process
+  // exported the gauges then: an exporter cut off from the database keeps serving its last values
+  // (no other process can take the lock meanwhile), so an age alert does not go blind.
+  let recordStoreUp: boolean | null = null;
+  let exportedLast = false;
   const refreshGauges = async () => {
-    if (!(await exporter.held())) return;
+    try {
+      const held = await exporter.held();
+      if (held) await readRecordGauges();
+      exportedLast = held;
+      recordStoreUp = true;
+    } catch (err) {
+      recordStoreUp = false;
+      throw err;
+    }
+    if (!exportedLast) return;
+    const metrics = options.metrics;
+    const temporal = await temporalClient();
+    const [approvals, operator] = await Promise.all([oldestWaits(temporal, 'approval'), oldestWaits(temporal, 'operator')]);
+    metrics.approvalsPending.set({}, approvals.trajectories);
+    metrics.oldestApproval.set({}, approvals.oldestAgeSeconds);
+    metrics.operatorWaits.set({}, operator.trajectories);
+    metrics.oldestOperatorWait.set({}, operator.oldestAgeSeconds);
+  };
+  const readRecordGauges = async () => {
     const metrics = options.metrics;
     const rows = await db
       .selectFrom('settle_endpoint_records')
@@ -84,18 +107,16 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       metrics.inDoubtRecords.set({ state }, Number(rows.find((r) => r.state === state)?.n ?? 0));
     }
     // The database's clock, as for leases: a worker's clock skew cannot age a record.
-    const { age } = await db
+    const { age, since } = await db
       .selectFrom('settle_endpoint_records')
       .where('state', '=', 'IN_DOUBT')
-      .select(sql<string | null>`extract(epoch from now() - min(updated_at))`.as('age'))
+      .select([
+        sql<string | null>`extract(epoch from now() - min(updated_at))`.as('age'),
+        sql<string | null>`extract(epoch from min(updated_at))`.as('since'),
+      ])
       .executeTakeFirstOrThrow();
     metrics.oldestInDoubt.set({}, Math.max(0, Number(age ?? 0)));
-    const temporal = await temporalClient();
-    const [approvals, operator] = await Promise.all([oldestWaits(temporal, 'approval'), oldestWaits(temporal, 'operator')]);
-    metrics.approvalsPending.set({}, approvals.trajectories);
-    metrics.oldestApproval.set({}, approvals.oldestAgeSeconds);
-    metrics.operatorWaits.set({}, operator.trajectories);
-    metrics.oldestOperatorWait.set({}, operator.oldestAgeSeconds);
+    metrics.oldestInDoubtSince.set({}, Number(since ?? 0));
   };
 
   // One refresh at a time, and none while the last one is younger than the maximum age: the
@@ -129,10 +150,14 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
             5_000,
           ).catch(() => '')
         : '';
+      const exporting = exporter.exporting || (recordStoreUp === false && exportedLast);
       const body =
-        options.metrics.render({ installationGauges: exporter.exporting }) +
-        `# HELP settle_gauge_exporter Whether this process reports the installation's gauges (one process at a time does).\n# TYPE settle_gauge_exporter gauge\nsettle_gauge_exporter ${exporter.exporting ? 1 : 0}\n` +
+        options.metrics.render({ installationGauges: exporting }) +
+        `# HELP settle_gauge_exporter Whether this process reports the installation's gauges (one process at a time does).\n# TYPE settle_gauge_exporter gauge\nsettle_gauge_exporter ${exporting ? 1 : 0}\n` +
         `# HELP settle_metrics_gauge_errors Whether the last scrape could not refresh settle's gauges.\n# TYPE settle_metrics_gauge_errors gauge\nsettle_metrics_gauge_errors ${gaugeError ? 1 : 0}\n` +
+        (recordStoreUp === null
+          ? ''
+          : `# HELP settle_record_store_up Whether this process reached the record store (Postgres) at its last gauge refresh.\n# TYPE settle_record_store_up gauge\nsettle_record_store_up ${recordStoreUp ? 1 : 0}\n`) +
         temporal;
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(body);
     })();

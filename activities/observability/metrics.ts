@@ -142,6 +142,11 @@ export class SettleMetrics {
     'gauge',
     'Age of the oldest IN_DOUBT record, since it last changed (database clock); 0 when none.',
   );
+  readonly oldestInDoubtSince = new Family(
+    'settle_oldest_in_doubt_since_timestamp_seconds',
+    'gauge',
+    'When the oldest IN_DOUBT record last changed, Unix seconds (database clock); 0 when none. An alert computes the age from it, so the age keeps growing while no process reports.',
+  );
   readonly oldestApproval = new Family(
     'settle_oldest_approval_wait_age_seconds',
     'gauge',
@@ -175,6 +180,7 @@ export class SettleMetrics {
     this.operatorWaits,
     this.inDoubtRecords,
     this.oldestInDoubt,
+    this.oldestInDoubtSince,
     this.oldestApproval,
     this.oldestOperatorWait,
   ];

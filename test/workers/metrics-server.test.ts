@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startMetricsServer, type MetricsServer } from '../../workers/metrics-server';
 import { SettleMetrics } from '../../activities/observability/metrics';
@@ -23,14 +24,16 @@ afterAll(async () => {
 /** A lock number of this test's own: other files' workers share the database (and the default lock). */
 const ownLock = () => BigInt(crypto.randomInt(1, 2 ** 47));
 
-async function start(options: { host?: string; gaugeMaxAgeMs?: number; exporterLockKey?: bigint } = {}): Promise<MetricsServer> {
+async function start(
+  options: { host?: string; gaugeMaxAgeMs?: number; exporterLockKey?: bigint; databaseUrl?: string } = {},
+): Promise<MetricsServer> {
   const server = await startMetricsServer({
     port: 0,
     exporterLockKey: ownLock(),
+    databaseUrl: inject('databaseUrl'),
     ...options,
     metrics: new SettleMetrics(),
     temporalMetricsUrl: null,
-    databaseUrl: inject('databaseUrl'),
     target: loadTemporalTarget({ address: inject('temporalAddress') }),
   });
   servers.push(server);
@@ -122,6 +125,51 @@ describe('metrics endpoint', () => {
     const after = await scrape(other);
     expect(value(after, 'settle_gauge_exporter')).toBe(1);
     expect(inFlightRecords(after)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('an exporter cut off from Postgres keeps serving its last gauges and says the record store is unreachable', async () => {
+    // The worker reaches Postgres through a link this test can cut, as a network partition would.
+    const real = new URL(inject('databaseUrl'));
+    const sockets = new Set<net.Socket>();
+    const link = net.createServer((client) => {
+      const upstream = net.connect(Number(real.port), real.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+        s.on('error', () => s.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => link.listen(0, '127.0.0.1', resolve));
+    const linkPort = (link.address() as net.AddressInfo).port;
+    const viaLink = new URL(real);
+    viaLink.port = String(linkPort);
+    const server = await start({ gaugeMaxAgeMs: 0, databaseUrl: viaLink.toString() });
+    try {
+      const up = await scrape(server);
+      expect(value(up, 'settle_record_store_up')).toBe(1);
+      expect(value(up, 'settle_gauge_exporter')).toBe(1);
+      const since = value(up, 'settle_oldest_in_doubt_since_timestamp_seconds');
+      expect(since).toBeDefined();
+
+      await new Promise<void>((resolve) => {
+        link.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+      const cut = await scrape(server);
+      expect(value(cut, 'settle_record_store_up')).toBe(0);
+      expect(value(cut, 'settle_metrics_gauge_errors')).toBe(1);
+      // Still the exporter, with the values it read last: no other process can take over meanwhile.
+      expect(value(cut, 'settle_gauge_exporter')).toBe(1);
+      expect(value(cut, 'settle_oldest_in_doubt_since_timestamp_seconds')).toBe(since);
+      expect(cut).toMatch(/^settle_records\{state="IN_DOUBT"\} \d+$/m);
+
+      await new Promise<void>((resolve) => link.listen(linkPort, '127.0.0.1', resolve));
+      expect(value(await scrape(server), 'settle_record_store_up')).toBe(1);
+    } finally {
+      link.close();
+      for (const s of sockets) s.destroy();
+    }
   });
 
   it('ages the oldest IN_DOUBT record on the database clock', async () => {
