@@ -41,7 +41,7 @@ import type { TrajectoryRequest } from '../core/trajectory-input';
 import { parseArgs } from '../core/validation';
 import { InputError } from '../core/errors';
 import type { OperatorClaim, OperatorCredential } from '../core/operator-credential';
-import { approvalClaim, type ApprovalDecision } from '../core/approval-claim';
+import { APPROVAL_DEADLINE_APPROVER, approvalClaim, type ApprovalDecision } from '../core/approval-claim';
 import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../core/tools/lanes';
 import {
@@ -180,11 +180,14 @@ export class SettleClient {
     const call = (await this.pendingApprovals(trajectoryId)).find((p) => p.key === key);
     if (call) return call;
     const decided = (await this.handle(trajectoryId).query(callsQuery)).find((c) => c.key === key && c.approval)?.approval;
+    const short = `${key.slice(0, 16)}…`;
     throw new InputError(
       'key',
-      decided
-        ? `name a call still waiting for approval: ${key.slice(0, 16)}… was already ${decided.decision === 'approve' ? 'approved' : 'denied'} by ${decided.approver} (${decided.reason})`
-        : `name a call that trajectory ${trajectoryId} waits to approve (${key.slice(0, 16)}… is not one)`,
+      !decided
+        ? `name a call that trajectory ${trajectoryId} waits to approve (${short} is not one)`
+        : decided.approver === APPROVAL_DEADLINE_APPROVER
+          ? `name a call still waiting for approval: ${short} was denied when its approval deadline passed (${decided.reason}); the agent was told, and a new call must be made to try again`
+          : `name a call still waiting for approval: ${short} was already ${decided.decision === 'approve' ? 'approved' : 'denied'} by ${decided.approver} (${decided.reason})`,
     );
   }
 

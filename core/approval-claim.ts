@@ -10,6 +10,9 @@ import { deriveKey } from './key';
 import { callDigest, type OperatorClaim } from './operator-credential';
 import { InputError } from './errors';
 
+/** Who a call's denial names when its approval deadline passed without a decision. */
+export const APPROVAL_DEADLINE_APPROVER = 'settle';
+
 /** An A3 call waiting for a decision, as its workflow describes it (the pendingApprovals query). */
 export interface PendingApproval {
   key: string;

@@ -9,6 +9,7 @@
 import { condition, isCancellation, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
+import { APPROVAL_DEADLINE_APPROVER } from '../core/approval-claim';
 import { asError, InputError } from '../core/errors';
 import { codeSpan, SETTLE_COMMAND, shellWord, waitDetails } from '../core/operator-details';
 import { failed, type Observation } from '../core/observation';
@@ -393,7 +394,7 @@ async function approvalFor(ctx: CallContext, report: CallReport, key: string, ar
   state.pendingApprovals.delete(key);
   const decision: Decision = decided
     ? state.approvals.get(key)!
-    : { key, approver: 'settle', decision: 'deny', reason: `no approval within ${timeoutMs} ms (approval timeout)` };
+    : { key, approver: APPROVAL_DEADLINE_APPROVER, decision: 'deny', reason: `no approval within ${timeoutMs} ms (approval timeout)` };
   report.approval = { approver: decision.approver, decision: decision.decision, reason: decision.reason };
   report.resolution = 'pending';
   state.publish('running', `approval for ${key.slice(0, 8)}…: ${decision.decision} by ${decision.approver}`);

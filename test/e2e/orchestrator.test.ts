@@ -114,6 +114,9 @@ describe('orchestrator-driven trajectory', () => {
     const timedOut = await settle.runTurn(id, 2, [bash('echo late > t.txt', 'late')]);
     expect(timedOut.calls[0]).toMatchObject({ resolution: 'denied', approval: { approver: 'settle', decision: 'deny' } });
     expect(timedOut.calls[0]!.observation!.error).toMatch(/no approval within 1500 ms/);
+    // Approving it now is refused before anything is signed, saying the deadline decided.
+    await expect(settle.waitingApproval(id, timedOut.calls[0]!.key!)).rejects.toThrow(/was denied when its approval deadline passed/);
+    await expect(settle.waitingApproval(id, deniedKey)).rejects.toThrow(`was already denied by ${TEST_OPERATOR}`);
     expect(fs.existsSync(path.join(ws, 'd.txt'))).toBe(false);
     expect(fs.existsSync(path.join(ws, 't.txt'))).toBe(false);
     expect(await store.get(deniedKey)).toBeUndefined(); // a denied call never touches a record
