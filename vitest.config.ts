@@ -10,7 +10,23 @@ import { defineConfig } from 'vitest/config';
  * `npm run test:all`. The rule: a whole directory when it holds such scenarios (a new file there
  * is slow too), otherwise the single file. Measured per file in bench/results-test-durations.md.
  */
-export const SLOW_TESTS: string[] = ['test/chaos/**'];
+export const SLOW_TESTS: string[] = [
+  // Directories of scenarios.
+  'test/chaos/**', // real workers SIGKILLed and SIGSTOPped mid-effect, Postgres outages
+  'test/mcp/gateway*.test.ts', // `settle mcp serve` processes in front of real servers, killed mid-call
+  'test/ui/**', // headless Chromium against a real worker and the Web UI
+  'test/package/**', // settle packed and installed offline into a project of its own
+  'test/examples/**', // an example project built with its own tsc, its worker SIGKILLed
+  'test/ai-sdk/**', // an AI SDK agent's worker SIGKILLed after the order was applied
+  // Single scenario files among fast ones.
+  'test/e2e/operating.test.ts', // a shell call in doubt, a worker that dies under `settle status`
+  'test/e2e/observability.test.ts', // a worker process's metrics and logs
+  'test/e2e/local-lane.test.ts', // local activities, workers SIGKILLed
+  'test/capability/operator-authority.test.ts', // a shell call left in doubt by a killed worker process
+  'test/cli/dev-workers.test.ts', // `settle dev --workers 2`, workers SIGKILLed
+  'test/plugin/worker-kill.test.ts',
+  'test/tools/http-request-kill.test.ts',
+];
 
 /** The production lane's own files need its server and workers (npm run test:production). */
 const NEVER: string[] = ['test/production/**', 'node_modules/**'];
