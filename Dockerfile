@@ -1,6 +1,6 @@
 # settle worker image: also runs the one-shot migrations (see docker-compose.yml).
 # No build step: tsx runs the TypeScript sources, and the worker bundles the workflow code at start.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 
 # bubblewrap: the sandbox the shell tool will run commands in.
 RUN apt-get update \

@@ -15,6 +15,9 @@ import { TEST_OPERATOR } from './support/operator-name';
 import './support/provided-context';
 
 export default async function setup(project: TestProject) {
+  // The node under test first on PATH, so `npm`, `npx` and `node` run by tests and their children
+  // are this node too, not whichever one the machine has (.ci/run runs the suite on each LTS line).
+  process.env.PATH = [path.dirname(process.execPath), process.env.PATH].filter(Boolean).join(path.delimiter);
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-test-'));
   fs.chmodSync(runDir, 0o755);
   // Shell run markers (activities/tools/shell-markers.ts) of every in-process and spawned worker.
