@@ -56,9 +56,17 @@ export function loadTemporalTarget(overrides: TargetOverrides = {}, env: NodeJS.
   };
 }
 
+/** How a connection is secured, as the SDK applies its options: an API key turns TLS on unless `tls` is false. */
+export type TemporalSecurity = 'plaintext' | 'tls' | 'mtls' | 'api key' | 'api key without tls';
+
+export function temporalSecurity({ tls, apiKey }: Pick<TemporalConnectionOptions, 'tls' | 'apiKey'>): TemporalSecurity {
+  const on = tls === undefined || tls === null ? apiKey !== undefined : tls !== false;
+  if (apiKey !== undefined) return on ? 'api key' : 'api key without tls';
+  if (!on) return 'plaintext';
+  return typeof tls === 'object' && tls !== null && tls.clientCertPair ? 'mtls' : 'tls';
+}
+
 /** A one-line description for logs: never the API key or certificates. */
 export function describeTarget(target: TemporalTarget): string {
-  const { address, tls, apiKey } = target.connectionOptions;
-  const security = apiKey ? 'api key' : tls ? 'tls' : 'plaintext';
-  return `${address} namespace=${target.namespace} queue=${target.taskQueue} (${security})`;
+  return `${target.connectionOptions.address} namespace=${target.namespace} queue=${target.taskQueue} (${temporalSecurity(target.connectionOptions)})`;
 }
