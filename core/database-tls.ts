@@ -76,7 +76,10 @@ export function databaseTlsFinding(tls: DatabaseTls): { level: FindingLevel; lin
     }
     case 'ca-only':
       return local
-        ? { level: 'ok', line: `database tls: ${tls.mode}, server certificate's CA verified, not its host name (a loopback server)${client}` }
+        ? {
+            level: 'ok',
+            line: `database tls: ${tls.mode}, server certificate's CA verified, not its host name (a loopback server)${client}`,
+          }
         : {
             level: 'warn',
             line: `database tls: ${tls.mode} to ${where} checks the server certificate's CA but not its host name: ${fix}`,

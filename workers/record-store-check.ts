@@ -37,7 +37,7 @@ export async function checkRecordStoreAtStart(
     if (finding.level === 'warn') warn(`settle worker: WARNING: ${finding.line}`);
     else if (finding.level === 'ok' && finding.subject === 'pooler' && settings.pooling !== 'session')
       warn(`settle worker: ${finding.line}`);
-    else if (finding.level === 'ok' && finding.subject === 'clock') info(`settle worker: clock: ${finding.line}`);
+    else if (finding.level === 'ok' && finding.subject === 'clock') info(finding.line);
   }
   // The refusal is the error itself (one line; several failures, rare, joined): the caller prints it.
   const failures = findings.filter((f) => f.level === 'fail').map((f) => f.line);

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { sql } from 'kysely';
 import { SettleClient } from '../../client/index';
-import { openDatabase } from '../../activities/store/database';
+import { assertReachable, openDatabase } from '../../activities/store/database';
+import { readDatabaseTls } from '../../core/database-tls';
 import { runSettle } from '../support/cli';
 import { createLocalCa, type LocalCa } from '../support/local-ca';
 import { startPrimary, type Pg15Server } from '../support/postgres15';
@@ -45,7 +46,11 @@ afterAll(async () => {
   otherCa?.remove();
 });
 
-const env = (databaseUrl: string) => ({ DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: 'default' });
+const env = (databaseUrl: string) => ({
+  DATABASE_URL: databaseUrl,
+  TEMPORAL_ADDRESS: inject('temporalAddress'),
+  TEMPORAL_NAMESPACE: 'default',
+});
 
 describe('the record store over TLS (sslmode=verify-full, a private CA)', { timeout: 180_000 }, () => {
   it('the worker, settle records, settle status and settle doctor connect, and the connection is encrypted', async () => {
@@ -62,7 +67,9 @@ describe('the record store over TLS (sslmode=verify-full, a private CA)', { time
     }
     expect(worker.output()).toContain('settle worker: polling');
     // One line each at start: how the record store and Temporal are reached, and the clock.
-    expect(worker.output()).toMatch(/"settle worker: database tls: verify-full, server certificate verified \(CA from sslrootcert, host name 127\.0\.0\.1\)"/);
+    expect(worker.output()).toMatch(
+      /"settle worker: database tls: verify-full, server certificate verified \(CA from sslrootcert, host name 127\.0\.0\.1\)"/,
+    );
     expect(worker.output()).toMatch(/"settle worker: temporal tls: none \(a loopback server\)"/);
     expect(worker.output()).toMatch(/"settle worker: clock: -?\d+ ms from the database’s/);
 
@@ -91,7 +98,9 @@ describe('the record store over TLS (sslmode=verify-full, a private CA)', { time
     }
 
     const doctor = await runSettle(['doctor'], { env: env(verified) });
-    expect(doctor.stdout).toMatch(/^ok {3}database tls: verify-full, server certificate verified \(CA from sslrootcert, host name 127\.0\.0\.1\)$/m);
+    expect(doctor.stdout).toMatch(
+      /^ok {3}database tls: verify-full, server certificate verified \(CA from sslrootcert, host name 127\.0\.0\.1\)$/m,
+    );
     expect(doctor.stdout).toMatch(/^ok {3}clock: -?\d+ ms from the database’s \(±\d+ ms\), within 1 s/m);
     expect(doctor.code).toBe(0);
 
@@ -106,41 +115,66 @@ describe('the record store over TLS (sslmode=verify-full, a private CA)', { time
     expect(await worker.exited).toBe(0);
   });
 
+  it("reads sslmode as pg does: require verifies like verify-full; with uselibpqcompat=true it does not (doctor's rule, core/database-tls.ts)", async () => {
+    const require = withParams(server.url, { sslmode: 'require', sslrootcert: otherCa.certFile });
+    expect(readDatabaseTls(require).verification).toBe('full');
+    await expect(assertReachable(require)).rejects.toThrow(/unable to verify the first certificate/);
+    const libpq = withParams(server.url, { sslmode: 'require', uselibpqcompat: 'true' });
+    expect(readDatabaseTls(libpq).verification).toBe('unverified');
+    await assertReachable(libpq);
+    const caOnly = withParams(server.url.replace('127.0.0.1', '127.0.0.2'), {
+      sslmode: 'verify-ca',
+      sslrootcert: ca.certFile,
+      uselibpqcompat: 'true',
+    });
+    expect(readDatabaseTls(caOnly).verification).toBe('ca-only');
+    await assertReachable(caOnly);
+  });
+
   const refusals = [
     {
       what: 'a CA that did not sign the server certificate',
       url: () => withParams(server.url, { sslmode: 'verify-full', sslrootcert: otherCa.certFile }),
-      message: /self-signed certificate in certificate chain: the server's certificate is not signed by a trusted CA: set sslrootcert=/,
+      cause: /unable to verify the first certificate/,
+      fix: /the server's certificate is not signed by a trusted CA: set sslrootcert=/,
     },
     {
       what: 'a host name the certificate does not hold',
       url: () => withParams(server.url.replace('127.0.0.1', '127.0.0.2'), { sslmode: 'verify-full', sslrootcert: ca.certFile }),
-      message: /IP: 127\.0\.0\.2 is not in the cert's list: 127\.0\.0\.1: connect by a host name or address the server's certificate names/,
+      cause: /IP: 127\.0\.0\.2 is not in the cert's list: 127\.0\.0\.1/,
+      fix: /connect by a host name or address the server's certificate names/,
     },
     {
       what: 'a server without TLS (no plaintext fallback)',
       url: () => withParams(inject('databaseUrl'), { sslmode: 'verify-full', sslrootcert: ca.certFile }),
-      message: /The server does not support SSL connections: the server refused TLS and settle never falls back to plaintext/,
+      cause: /The server does not support SSL connections/,
+      fix: /the server refused TLS and settle never falls back to plaintext/,
     },
   ];
 
-  for (const { what, url, message } of refusals) {
+  for (const { what, url, cause, fix } of refusals) {
     it(`refuses ${what} in one line: worker start, settle records, settle doctor`, async () => {
       const worker = startWorkerProcess(WORKER, { ...env(url()), SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath') });
       expect(await worker.exited).toBe(1);
-      const errorLines = worker.output().split('\n').filter((l) => l.includes('"level":"error"'));
+      const errorLines = worker
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"level":"error"'));
       expect(errorLines).toHaveLength(1);
-      expect(errorLines[0]).toMatch(message);
+      expect(errorLines[0]).toMatch(cause);
+      expect(errorLines[0]).toMatch(fix);
       expect(worker.output()).not.toContain('waiting for the database');
 
       const records = await runSettle(['records'], { env: env(url()) });
       expect(records.code).not.toBe(0);
       expect(records.stderr.trim().split('\n')).toHaveLength(1);
+      expect(records.stderr).toMatch(cause);
 
       const doctor = await runSettle(['doctor'], { env: env(url()) });
       expect(doctor.code).toBe(1);
       expect(doctor.stdout).toMatch(new RegExp(`^FAIL database: .* refused over TLS \\(.*\\): `, 'm'));
-      expect(doctor.stdout).toMatch(message);
+      expect(doctor.stdout).toMatch(cause);
+      expect(doctor.stdout).toMatch(fix);
     });
   }
 });

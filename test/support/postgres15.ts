@@ -144,7 +144,14 @@ export async function startPrimary(options: PrimaryOptions = {}): Promise<Pg15Se
       fs.chmodSync(path.join(dir, to), 0o600); // PostgreSQL refuses a key others may read
       if (o) fs.chownSync(path.join(dir, to), o.uid, o.gid);
     }
-    extraFlags.push('-c', 'ssl=on', '-c', `ssl_cert_file=${path.join(dir, 'server.crt')}`, '-c', `ssl_key_file=${path.join(dir, 'server.key')}`);
+    extraFlags.push(
+      '-c',
+      'ssl=on',
+      '-c',
+      `ssl_cert_file=${path.join(dir, 'server.crt')}`,
+      '-c',
+      `ssl_key_file=${path.join(dir, 'server.key')}`,
+    );
   }
   const proc = await startProcess(
     path.join(PG15_BIN, 'postgres'),
