@@ -40,7 +40,8 @@ export interface TargetOverrides {
  */
 export function loadTemporalTarget(overrides: TargetOverrides = {}, env: NodeJS.ProcessEnv = process.env): TemporalTarget {
   const { connectionOptions, namespace } = loadClientConnectConfig({
-    overrideEnvVars: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined)),
+    // An empty variable is an unset one, as `TEMPORAL_TLS_CLIENT_CERT_PATH= settle …` means.
+    overrideEnvVars: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '')),
   });
   const { address, tls, apiKey, metadata } = connectionOptions;
   return {

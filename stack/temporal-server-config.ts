@@ -136,4 +136,3 @@ export async function lowFreePorts(n: number): Promise<number[]> {
   }
   return [...found];
 }
-

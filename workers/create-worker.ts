@@ -6,7 +6,8 @@ import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 import { cgroupSupport } from '../activities/tools/sandbox-cgroup';
 import os from 'node:os';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
+import { describeTarget, loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
+import { tlsHandshakeProblem } from '../client/tls-probe';
 import { createActivities } from '../activities/index';
 import { requireSearchAttributes } from './namespace-check';
 import { EndpointStore } from '../activities/store/endpoint-store';
@@ -117,7 +118,12 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     onError: (err) => warn(`settle worker: lease sweep failed (${err.message}); retrying every period`),
   });
   const workflowBundle = options.workflowBundle ?? prebuiltWorkflowBundle();
-  const connection = await NativeConnection.connect(target.connectionOptions);
+  const connection = await NativeConnection.connect(target.connectionOptions).catch(async (err: Error) => {
+    await Promise.all([db.destroy(), tracing?.shutdown()]);
+    // The Rust core's transport error names no cause a person can act on: a TLS handshake of our own does.
+    const cause = (await tlsHandshakeProblem(target).catch(() => null)) ?? err.message;
+    throw new Error(`cannot connect to Temporal at ${describeTarget(target)}: ${cause}`);
+  });
   // Before anything polls: a namespace without settle's search attributes would stall every workflow.
   try {
     await requireSearchAttributes(connection, target.namespace, warn);

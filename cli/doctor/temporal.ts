@@ -8,6 +8,7 @@ import proto from '@temporalio/proto';
 import { describeTarget, loadTemporalTarget } from '../../client/connection';
 import { errorMessage } from '../../core/errors';
 import { temporalTlsFinding } from '../../client/tls-finding';
+import { tlsHandshakeProblem } from '../../client/tls-probe';
 import { SEARCH_ATTRIBUTES, searchAttributeProblems } from '../../core/search-attributes';
 import type { DoctorLine } from './lines';
 
@@ -21,9 +22,12 @@ export async function temporalLines(env: NodeJS.ProcessEnv): Promise<DoctorLine[
   try {
     connection = await Connection.connect({ ...target.connectionOptions, connectTimeout: DEADLINE_MS });
   } catch (err) {
+    const tlsProblem = await tlsHandshakeProblem(target).catch(() => null);
     lines.unshift({
       level: 'fail',
-      line: `temporal: cannot connect to ${describeTarget(target)} (${errorMessage(err)}): check TEMPORAL_ADDRESS (or the profile) and the TLS settings`,
+      line: tlsProblem
+        ? `temporal: cannot connect to ${describeTarget(target)}: ${tlsProblem}`
+        : `temporal: cannot connect to ${describeTarget(target)} (${errorMessage(err)}): check TEMPORAL_ADDRESS (or the profile) and the TLS settings`,
     });
     return lines;
   }

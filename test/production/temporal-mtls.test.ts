@@ -32,7 +32,13 @@ beforeAll(async () => {
   client = ca.issue('settle-worker', ['DNS:settle-worker']);
   const clientCertPair = { crt: fs.readFileSync(client.certFile), key: fs.readFileSync(client.keyFile) };
   temporal = await startTemporalServer({
-    tls: { ...frontend, caFile: ca.certFile, serverName: SERVER_NAME, requireClientAuth: true, systemWorker: ca.issue('system-worker', ['DNS:system-worker']) },
+    tls: {
+      ...frontend,
+      caFile: ca.certFile,
+      serverName: SERVER_NAME,
+      requireClientAuth: true,
+      systemWorker: ca.issue('system-worker', ['DNS:system-worker']),
+    },
     connect: { tls: { serverRootCACertificate: fs.readFileSync(ca.certFile), serverNameOverride: SERVER_NAME, clientCertPair } },
   });
 }, 300_000);
@@ -46,6 +52,8 @@ afterAll(async () => {
 /** The environment of a worker or the CLI reaching the mTLS frontend, as an operator sets it. */
 function mtlsEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
+    TEMPORAL_TLS: undefined,
+    TEMPORAL_API_KEY: undefined,
     DATABASE_URL: temporal.postgres.url,
     TEMPORAL_ADDRESS: temporal.address,
     TEMPORAL_NAMESPACE: 'default',
@@ -58,7 +66,8 @@ function mtlsEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 }
 
 async function waitForOutput(worker: ReturnType<typeof startWorkerProcess>, text: string): Promise<void> {
-  for (let i = 0; i < 900 && !worker.output().includes(text) && worker.child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 200));
+  for (let i = 0; i < 900 && !worker.output().includes(text) && worker.child.exitCode === null; i++)
+    await new Promise((r) => setTimeout(r, 200));
 }
 
 describe('Temporal with mTLS on its frontend', { timeout: 240_000 }, () => {
@@ -102,7 +111,9 @@ describe('Temporal with mTLS on its frontend', { timeout: 240_000 }, () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('v2\n');
 
     const doctor = await runSettle(['doctor'], { env: mtlsEnv() });
-    expect(doctor.stdout).toMatch(new RegExp(`^ok {3}temporal: connected to ${temporal.address} namespace=default queue=settle \\(mtls\\)$`, 'm'));
+    expect(doctor.stdout).toMatch(
+      new RegExp(`^ok {3}temporal: connected to ${temporal.address} namespace=default queue=settle \\(mtls\\)$`, 'm'),
+    );
     expect(doctor.stdout).toMatch(/^ok {3}temporal tls: mTLS \(client certificate sent\), server certificate verified/m);
     expect(doctor.stdout).toMatch(/^ok {3}search attributes: all \d+ of settle's in default$/m);
     expect(doctor.code).toBe(0);
@@ -112,24 +123,46 @@ describe('Temporal with mTLS on its frontend', { timeout: 240_000 }, () => {
   });
 
   const refusals = [
-    { what: 'a CA that did not sign the frontend certificate', env: () => mtlsEnv({ TEMPORAL_TLS_SERVER_CA_CERT_PATH: otherCa.certFile }) },
-    { what: 'TLS without a client certificate', env: () => mtlsEnv({ TEMPORAL_TLS_CLIENT_CERT_PATH: '', TEMPORAL_TLS_CLIENT_KEY_PATH: '' }) },
+    {
+      what: 'a CA that did not sign the frontend certificate',
+      env: () => mtlsEnv({ TEMPORAL_TLS_SERVER_CA_CERT_PATH: otherCa.certFile }),
+      cause:
+        /unable to verify the first certificate: the frontend's certificate is not signed by a trusted CA: set TEMPORAL_TLS_SERVER_CA_CERT_PATH/,
+    },
+    {
+      // Empty: unset, as a shell's `VAR= command` means.
+      what: 'TLS without a client certificate',
+      env: () => mtlsEnv({ TEMPORAL_TLS_CLIENT_CERT_PATH: '', TEMPORAL_TLS_CLIENT_KEY_PATH: '' }),
+      cause:
+        /certificate required: the frontend requires a client certificate \(mTLS\): set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH/,
+    },
   ];
   for (const refusal of refusals) {
     it(`refuses ${refusal.what} in one line: worker start, settle status, settle doctor`, async () => {
       const worker = startWorkerProcess(WORKER, { ...refusal.env(), SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath') });
       expect(await worker.exited).toBe(1);
-      const errors = worker.output().split('\n').filter((l) => l.includes('"level":"error"'));
+      const errors = worker
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"level":"error"'));
       expect(errors, worker.output()).toHaveLength(1);
+      expect(errors[0]).toMatch(
+        /settle worker: cannot connect to Temporal at 127\.0\.0\.1:\d+ namespace=default queue=settle \((tls|mtls)\): /,
+      );
+      expect(errors[0]).toMatch(refusal.cause);
 
       const status = await runSettle(['status', 'no-such-trajectory'], { env: refusal.env() });
       expect(status.code).not.toBe(0);
       expect(status.stderr.trim().split('\n'), status.stderr).toHaveLength(1);
+      expect(status.stderr).toMatch(refusal.cause);
 
       const doctor = await runSettle(['doctor'], { env: refusal.env() });
       expect(doctor.code).toBe(1);
-      expect(doctor.stdout).toMatch(/^FAIL temporal: cannot connect to .*: check TEMPORAL_ADDRESS \(or the profile\) and the TLS settings$/m);
-      console.log(`${refusal.what}:\n  worker: ${errors[0]}\n  status: ${status.stderr.trim()}\n  doctor: ${doctor.stdout.split('\n').find((l) => l.startsWith('FAIL'))}`);
+      expect(doctor.stdout).toMatch(/^FAIL temporal: cannot connect to 127\.0\.0\.1:\d+ namespace=default queue=settle \((tls|mtls)\): /m);
+      expect(doctor.stdout).toMatch(refusal.cause);
+      console.log(
+        `${refusal.what}:\n  worker: ${errors[0]}\n  status: ${status.stderr.trim()}\n  doctor: ${doctor.stdout.split('\n').find((l) => l.startsWith('FAIL'))}`,
+      );
     });
   }
 });

@@ -36,7 +36,10 @@ function moduleDir(): string {
   return dir;
 }
 
-export async function startTemporalServer(options: { tls?: FrontendTls; connect: Omit<ConnectionOptions, 'address'> }): Promise<TemporalServer> {
+export async function startTemporalServer(options: {
+  tls?: FrontendTls;
+  connect: Omit<ConnectionOptions, 'address'>;
+}): Promise<TemporalServer> {
   const module = moduleDir();
   const postgres = await startPrimary();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-temporal-'));
@@ -59,16 +62,23 @@ export async function startTemporalServer(options: { tls?: FrontendTls; connect:
       ['temporal_visibility', 'visibility'],
     ] as const) {
       const sql = (...args: string[]) =>
-        execFileSync(path.join(BIN, 'sql'), ['--plugin', 'postgres12', '--ep', pg.hostname, '-p', pg.port, '-u', 'postgres', '--db', db, ...args], {
-          stdio: ['ignore', 'ignore', 'pipe'],
-        });
+        execFileSync(
+          path.join(BIN, 'sql'),
+          ['--plugin', 'postgres12', '--ep', pg.hostname, '-p', pg.port, '-u', 'postgres', '--db', db, ...args],
+          {
+            stdio: ['ignore', 'ignore', 'pipe'],
+          },
+        );
       sql('create-database');
       sql('setup-schema', '-v', '0.0');
       sql('update-schema', '-d', path.join(module, 'schema', 'postgresql', 'v12', schema, 'versioned'));
     }
     const [frontend, frontendHttp, history, matching, worker, pprof, metrics] = await freePorts(7);
     fs.mkdirSync(path.join(dir, 'config', 'dynamicconfig'), { recursive: true });
-    fs.copyFileSync(path.join(module, 'config', 'dynamicconfig', 'development-sql.yaml'), path.join(dir, 'config', 'dynamicconfig', 'lane.yaml'));
+    fs.copyFileSync(
+      path.join(module, 'config', 'dynamicconfig', 'development-sql.yaml'),
+      path.join(dir, 'config', 'dynamicconfig', 'lane.yaml'),
+    );
     fs.writeFileSync(
       path.join(dir, 'config', 'test.yaml'),
       temporalServerConfig({
@@ -95,7 +105,10 @@ export async function startTemporalServer(options: { tls?: FrontendTls; connect:
     const deadline = Date.now() + 180_000;
     let lastError = '';
     for (;;) {
-      if (server.exitCode !== null) throw new Error(`the Temporal server exited (${server.exitCode}): ${fs.readFileSync(path.join(dir, 'server.log'), 'utf8').slice(-2000)}`);
+      if (server.exitCode !== null)
+        throw new Error(
+          `the Temporal server exited (${server.exitCode}): ${fs.readFileSync(path.join(dir, 'server.log'), 'utf8').slice(-2000)}`,
+        );
       if (Date.now() > deadline) throw new Error(`the Temporal server did not serve namespace default in 180 s (last: ${lastError})`);
       if (await isListening(frontend!)) {
         try {
@@ -124,7 +137,10 @@ async function setUpNamespace(options: ConnectionOptions): Promise<void> {
       });
     const types = proto.temporal.api.enums.v1.IndexedValueType;
     const searchAttributes = Object.fromEntries(
-      Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => [name, types[`INDEXED_VALUE_TYPE_${type.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}` as keyof typeof types]]),
+      Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => [
+        name,
+        types[`INDEXED_VALUE_TYPE_${type.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}` as keyof typeof types],
+      ]),
     );
     await connection.operatorService.addSearchAttributes({ namespace: 'default', searchAttributes }).catch((err: { code?: number }) => {
       if (err.code !== 6) throw err; // ALREADY_EXISTS
