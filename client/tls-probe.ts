@@ -45,15 +45,17 @@ export async function tlsHandshakeProblem(target: TemporalTarget): Promise<strin
 
 function withFix(err: Error & { code?: string }, clientCertificate: boolean): string {
   const code = err.code ?? '';
-  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
-    return `${err.message}: set TEMPORAL_TLS_SERVER_NAME to a name the frontend's certificate holds`;
+  // OpenSSL's alert messages span lines and name source files: keep the alert's own words.
+  const alert = /alert ([a-z ]+?)(?::|$)/m.exec(err.message)?.[1];
+  const cause = alert ? `TLS alert: ${alert}` : err.message.split('\n')[0]!;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${cause}: set TEMPORAL_TLS_SERVER_NAME to a name the frontend's certificate holds`;
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code) && !/ALERT/.test(code))
-    return `${err.message}: the frontend's certificate is not signed by a trusted CA: set TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA that signed it`;
+    return `${cause}: the frontend's certificate is not signed by a trusted CA: set TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA that signed it`;
   if (/CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|BAD_CERTIFICATE|UNKNOWN_CA/.test(code))
     return clientCertificate
-      ? `${err.message}: the frontend refused this client certificate: use one signed by a CA the frontend trusts (its clientCaFiles)`
-      : `${err.message}: the frontend requires a client certificate (mTLS): set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH`;
+      ? `${cause}: the frontend refused this client certificate: use one signed by a CA the frontend trusts (its clientCaFiles)`
+      : `${cause}: the frontend requires a client certificate (mTLS): set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH`;
   if (code === 'ECONNRESET' || /wrong version number|packet length too long/i.test(err.message))
-    return `${err.message}: the frontend may not serve TLS: check the address, or drop TEMPORAL_TLS for a plaintext loopback server`;
-  return err.message;
+    return `${cause}: the frontend may not serve TLS: check the address, or drop TEMPORAL_TLS for a plaintext loopback server`;
+  return cause;
 }

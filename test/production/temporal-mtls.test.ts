@@ -7,6 +7,7 @@
  * (scripts/production-lane.sh builds the server), or by vitest once .settle/bin/server exists.
  */
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -165,4 +166,40 @@ describe('Temporal with mTLS on its frontend', { timeout: 240_000 }, () => {
       );
     });
   }
+
+  it('TEMPORAL_API_KEY alone turns TLS on and sends the key as a bearer token (settle status, settle doctor)', async () => {
+    // Temporal Cloud's mode, without Cloud: a TLS endpoint that records what reaches it. Its
+    // certificate is trusted the way a public CA is (NODE_EXTRA_CA_CERTS), so no TEMPORAL_TLS_* is set.
+    const cert = ca.issue('api-key-endpoint', ['IP:127.0.0.1']);
+    const seen: { authorization: string | undefined; encrypted: boolean }[] = [];
+    const server = http2.createSecureServer({ cert: fs.readFileSync(cert.certFile), key: fs.readFileSync(cert.keyFile) });
+    server.on('stream', (stream, headers) => {
+      seen.push({ authorization: headers.authorization, encrypted: stream.session?.encrypted === true });
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '7', 'grpc-message': 'recorded' },
+        { endStream: true },
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const env = {
+        TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+        TEMPORAL_NAMESPACE: 'default',
+        TEMPORAL_API_KEY: 'settle-test-key',
+        NODE_EXTRA_CA_CERTS: ca.certFile,
+        DATABASE_URL: temporal.postgres.url,
+      };
+      const status = await runSettle(['status', 'some-trajectory'], { env });
+      expect(status.code).not.toBe(0);
+      const doctor = await runSettle(['doctor'], { env });
+      expect(doctor.stdout).toMatch(
+        /^ok {3}temporal tls: TLS with an API key, server certificate verified \(CA from the system, name 127\.0\.0\.1\)$/m,
+      );
+      expect(seen.length).toBeGreaterThanOrEqual(2);
+      expect(seen.every((s) => s.encrypted && s.authorization === 'Bearer settle-test-key')).toBe(true);
+    } finally {
+      server.close();
+    }
+  });
 });
