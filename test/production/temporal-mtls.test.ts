@@ -169,7 +169,7 @@ describe('Temporal with mTLS on its frontend', { timeout: 240_000 }, () => {
 
   it('TEMPORAL_API_KEY alone turns TLS on and sends the key as a bearer token (settle status, settle doctor)', async () => {
     // Temporal Cloud's mode, without Cloud: a TLS endpoint that records what reaches it. Its
-    // certificate is trusted the way a public CA is (NODE_EXTRA_CA_CERTS), so no TEMPORAL_TLS_* is set.
+    // certificate is trusted the way a public CA is (as a system CA), so no TEMPORAL_TLS_* is set.
     const cert = ca.issue('api-key-endpoint', ['IP:127.0.0.1']);
     const seen: { authorization: string | undefined; encrypted: boolean }[] = [];
     const server = http2.createSecureServer({ cert: fs.readFileSync(cert.certFile), key: fs.readFileSync(cert.keyFile) });
@@ -187,6 +187,8 @@ describe('Temporal with mTLS on its frontend', { timeout: 240_000 }, () => {
         TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
         TEMPORAL_NAMESPACE: 'default',
         TEMPORAL_API_KEY: 'settle-test-key',
+        // gRPC's own stand-in for the system's CAs (it does not read NODE_EXTRA_CA_CERTS).
+        GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: ca.certFile,
         NODE_EXTRA_CA_CERTS: ca.certFile,
         DATABASE_URL: temporal.postgres.url,
       };
