@@ -77,6 +77,13 @@ export interface SettleWorkerOptions {
    * IN_FLIGHT until its lease runs out, then the lease sweeper of any worker takes it.
    */
   shutdownForceTimeMs?: number;
+  /**
+   * The build id the worker stamps on the workflow tasks it completes (visible in each history's
+   * WorkflowTaskCompleted events); default: SETTLE_BUILD_ID, else the SDK's (its version and a
+   * checksum of the workflow bundle). Routing stays unversioned: any build takes any task
+   * (docs/deploying.md#rolling-upgrades says why).
+   */
+  buildId?: string;
 }
 
 export interface SettleWorker {
@@ -149,6 +156,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     // test/e2e/worker-options.test.ts checks the SDK still honours it.
     isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT,
     ...(options.shutdownForceTimeMs !== undefined ? { shutdownForceTime: options.shutdownForceTimeMs } : {}),
+    ...buildIdOption(options.buildId ?? (process.env.SETTLE_BUILD_ID || undefined)),
     activities: createActivities({
       store,
       identity,
@@ -185,4 +193,10 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       }
     },
   };
+}
+
+/** The SDK's `buildId` (deprecated there only as the key of the old versioning API, which settle does not opt into). */
+function buildIdOption(buildId: string | undefined): Partial<WorkerOptions> {
+  // eslint-disable-next-line @typescript-eslint/no-deprecated -- the stamp, not the deprecated routing (useVersioning)
+  return buildId ? { buildId } : {};
 }
