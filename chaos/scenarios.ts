@@ -81,6 +81,36 @@ const temporalRestarts: FaultLoop = async (cluster: Cluster, random, running) =>
   }
 };
 
+/**
+ * Rolling deploys, over and over (chaos/harness/cluster.ts rollingReplace): every worker, one at a
+ * time, drained with SIGTERM and replaced by a worker of the next build (SETTLE_BUILD_ID), which
+ * polls before the next one is drained; 2–4 s between deploys. Histories begun on one build go on
+ * on the next: a workflow task the new build could not replay would fail (workflowTaskFailures)
+ * and leave its trajectory unfinished.
+ */
+export const rollingDeploys: FaultLoop = async (cluster, random, running) => {
+  for (let build = 2; running(); build++) {
+    await sleep(2_000 + random() * 2_000);
+    if (running()) await cluster.rollingReplace({ SETTLE_BUILD_ID: `settle-chaos-build-${build}` }, running);
+  }
+};
+
+/** Some calls left in doubt: a worker kills itself right after starting a command (5 %), whose effect is then unknown. */
+const IN_DOUBT_COMMANDS = 'bash_execute.after_start=kill@0.05';
+
+const rollingDeploy = (
+  size: Pick<Scenario, 'workers' | 'orchestrated' | 'scripted' | 'effectsEach' | 'spreadMs' | 'timeoutMs'>,
+  faultsForMs: number,
+): Scenario => ({
+  name: 'rolling-deploy',
+  description: `every worker drained (SIGTERM) and replaced by one of a new build id, one at a time, deploy after deploy for the first ${faultsForMs / 1000} s; calls slowed to be caught in flight, and a worker kills itself after 5 % of command starts (in doubt)`,
+  ...size,
+  failpoints: `${SLOW_CALLS},${IN_DOUBT_COMMANDS}`,
+  lanes: { ...TRAJECTORY_LANES, localFailpoints: `${SLOW_LOCAL_CALLS},${IN_DOUBT_COMMANDS}` },
+  faults: rollingDeploys,
+  faultsForMs,
+});
+
 /** Paused past the lease (3 s): 4.5–9 s, then resumed. */
 const pastTheLease = (random: () => number) => 4_500 + random() * 4_500;
 
@@ -237,6 +267,7 @@ export const FULL: Scenario[] = [
   },
   teamTools({ ...workload, orchestrated: 32, scripted: 32 }, 3 * 60_000),
   mcpGateway({ workers: 2, orchestrated: 32, scripted: 32, spreadMs: 60_000, timeoutMs: 8 * 60_000 }, 2 * 60_000),
+  rollingDeploy({ ...workload, spreadMs: 60_000 }, 2 * 60_000),
 ];
 
 export const QUICK: Scenario[] = [
@@ -277,4 +308,5 @@ export const QUICK: Scenario[] = [
   },
   teamTools({ ...small, orchestrated: 12, scripted: 12 }, 40_000),
   mcpGateway({ workers: 2, orchestrated: 9, scripted: 9, spreadMs: 30_000, timeoutMs: 5 * 60_000 }, 40_000),
+  rollingDeploy(small, 40_000),
 ];

@@ -12,10 +12,18 @@ import { formatTable } from './table';
 import { UsageError } from './usage-error';
 import { printable, printableLines } from './terminal-text';
 import { approvalArgsText } from './approval-args';
+import { loadTemporalTarget } from '../client/connection';
+import { tlsHandshakeProblem } from '../client/tls-probe';
+
+const GRPC_UNAVAILABLE = 14;
 
 export async function trajectoryStatus(id: string, opts: { json: boolean }): Promise<void> {
   await withStatusReads(async (reads) => {
-    const status = await trajectoryStatusReport(reads, id).catch((err: Error) => {
+    const status = await trajectoryStatusReport(reads, id).catch(async (err: Error) => {
+      // UNAVAILABLE over TLS: a handshake of our own names the cause (an untrusted CA, a missing client certificate).
+      const tlsProblem =
+        (err as { code?: unknown }).code === GRPC_UNAVAILABLE ? await tlsHandshakeProblem(loadTemporalTarget()).catch(() => null) : null;
+      if (tlsProblem) throw new UsageError(`TEMPORAL_ADDRESS: Temporal refused the connection: ${tlsProblem}`);
       if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
       if ((err as { code?: unknown }).code === GRPC_NOT_FOUND)
         throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);

@@ -40,7 +40,8 @@ export interface TargetOverrides {
  */
 export function loadTemporalTarget(overrides: TargetOverrides = {}, env: NodeJS.ProcessEnv = process.env): TemporalTarget {
   const { connectionOptions, namespace } = loadClientConnectConfig({
-    overrideEnvVars: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined)),
+    // An empty variable is an unset one, as `TEMPORAL_TLS_CLIENT_CERT_PATH= settle …` means.
+    overrideEnvVars: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '')),
   });
   const { address, tls, apiKey, metadata } = connectionOptions;
   return {
@@ -56,9 +57,17 @@ export function loadTemporalTarget(overrides: TargetOverrides = {}, env: NodeJS.
   };
 }
 
+/** How a connection is secured, as the SDK applies its options: an API key turns TLS on unless `tls` is false. */
+export type TemporalSecurity = 'plaintext' | 'tls' | 'mtls' | 'api key' | 'api key without tls';
+
+export function temporalSecurity({ tls, apiKey }: Pick<TemporalConnectionOptions, 'tls' | 'apiKey'>): TemporalSecurity {
+  const on = tls === undefined || tls === null ? apiKey !== undefined : tls !== false;
+  if (apiKey !== undefined) return on ? 'api key' : 'api key without tls';
+  if (!on) return 'plaintext';
+  return typeof tls === 'object' && tls !== null && tls.clientCertPair ? 'mtls' : 'tls';
+}
+
 /** A one-line description for logs: never the API key or certificates. */
 export function describeTarget(target: TemporalTarget): string {
-  const { address, tls, apiKey } = target.connectionOptions;
-  const security = apiKey ? 'api key' : tls ? 'tls' : 'plaintext';
-  return `${address} namespace=${target.namespace} queue=${target.taskQueue} (${security})`;
+  return `${target.connectionOptions.address} namespace=${target.namespace} queue=${target.taskQueue} (${temporalSecurity(target.connectionOptions)})`;
 }

@@ -262,7 +262,7 @@ function clockFinding(s: RecordStoreSettings): RawFinding {
       level: 'ok',
       concern: 'always',
       subject: 'clock',
-      line: `within ${CLOCK_SKEW_BOUND_MS / 1000} s of the database’s (leases use the database’s clock)`,
+      line: `${Math.round(s.clockSkewMs)} ms from the database’s (±${Math.ceil(s.clockUncertaintyMs)} ms), within ${CLOCK_SKEW_BOUND_MS / 1000} s (leases use the database’s clock)`,
     };
   }
   const seconds = (Math.abs(s.clockSkewMs) / 1000).toFixed(1);

@@ -19,7 +19,6 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -30,6 +29,7 @@ import { SETTLE_DIR } from '../stack/paths';
 import { freePorts, isListening } from '../stack/ports';
 import { findTemporalCli, LOW_LATENCY_DYNAMIC_CONFIG } from '../stack/temporal';
 import { settleBundleOptions } from '../workers/workflow-bundle';
+import { lowFreePorts, temporalServerConfig } from '../stack/temporal-server-config';
 import { generateOperatorKey } from '../activities/operator/operator-keys';
 import { TEST_OPERATOR } from '../test/support/operator-name';
 import { errorMessage } from '../core/errors';
@@ -96,7 +96,7 @@ async function main(): Promise<number> {
     if (SERVE) fs.appendFileSync(dynamicConfigFile, dynamicConfigYaml(LOW_LATENCY_DYNAMIC_CONFIG));
     fs.writeFileSync(
       path.join(LANE_DIR, 'config', 'lane.yaml'),
-      serverConfig({
+      temporalServerConfig({
         pgHost: pgUrl.hostname,
         pgPort: pgUrl.port,
         frontend: frontend!,
@@ -224,103 +224,11 @@ async function main(): Promise<number> {
   }
 }
 
-function serverConfig(p: {
-  pgHost: string;
-  pgPort: string;
-  frontend: number;
-  frontendHttp: number;
-  history: number;
-  matching: number;
-  worker: number;
-  membership: number[];
-  pprof: number;
-  metrics: number;
-}): string {
-  const store = (db: string, conns: number) => `      sql:
-        pluginName: "postgres12"
-        databaseName: "${db}"
-        connectAddr: "${p.pgHost}:${p.pgPort}"
-        connectProtocol: "tcp"
-        user: "temporal"
-        password: "temporal"
-        maxConns: ${conns}
-        maxIdleConns: ${conns}
-        maxConnLifetime: "1h"`;
-  const service = (grpc: number, membership: number, extra = '') => `    rpc:
-      grpcPort: ${grpc}
-      membershipPort: ${membership}
-      bindOnLocalHost: true${extra}`;
-  return `log:
-  stdout: true
-  level: warn
-persistence:
-  defaultStore: postgres-default
-  visibilityStore: postgres-visibility
-  numHistoryShards: 4
-  datastores:
-    postgres-default:
-${store('temporal', 20)}
-    postgres-visibility:
-${store('temporal_visibility', 10)}
-global:
-  membership:
-    maxJoinDuration: 30s
-    broadcastAddress: "127.0.0.1"
-  pprof:
-    port: ${p.pprof}
-  metrics:
-    prometheus:
-      framework: "tally"
-      timerType: "histogram"
-      listenAddress: "127.0.0.1:${p.metrics}"
-services:
-  frontend:
-${service(p.frontend, p.membership[0]!, `\n      httpPort: ${p.frontendHttp}`)}
-  matching:
-${service(p.matching, p.membership[1]!)}
-  history:
-${service(p.history, p.membership[2]!)}
-  worker:
-${service(p.worker, p.membership[3]!)}
-clusterMetadata:
-  enableGlobalNamespace: false
-  failoverVersionIncrement: 10
-  masterClusterName: "active"
-  currentClusterName: "active"
-  clusterInformation:
-    active:
-      enabled: true
-      initialFailoverVersion: 1
-      rpcName: "frontend"
-      rpcAddress: "127.0.0.1:${p.frontend}"
-dcRedirectionPolicy:
-  policy: "noop"
-dynamicConfigClient:
-  filepath: "config/dynamicconfig/lane.yaml"
-  pollInterval: "10s"
-`;
-}
-
 /** Dynamic config values in the server's file format (a value list per key, no constraints). */
 function dynamicConfigYaml(values: Readonly<Record<string, unknown>>): string {
   return Object.entries(values)
     .map(([key, value]) => `\n${key}:\n  - value: ${JSON.stringify(value)}\n`)
     .join('');
-}
-
-/** Free loopback ports below 32768, found by binding candidates. */
-async function lowFreePorts(n: number): Promise<number[]> {
-  const found = new Set<number>();
-  while (found.size < n) {
-    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const server = net.createServer();
-      server.once('error', () => resolve(false));
-      server.listen(candidate, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-    if (free) found.add(candidate);
-  }
-  return [...found];
 }
 
 /** The last failure of tryRun, for the error message when waiting gives up. */

@@ -6,7 +6,8 @@ import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 import { cgroupSupport } from '../activities/tools/sandbox-cgroup';
 import os from 'node:os';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
+import { describeTarget, loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
+import { tlsHandshakeProblem } from '../client/tls-probe';
 import { createActivities } from '../activities/index';
 import { requireSearchAttributes } from './namespace-check';
 import { EndpointStore } from '../activities/store/endpoint-store';
@@ -76,6 +77,13 @@ export interface SettleWorkerOptions {
    * IN_FLIGHT until its lease runs out, then the lease sweeper of any worker takes it.
    */
   shutdownForceTimeMs?: number;
+  /**
+   * The build id the worker stamps on the workflow tasks it completes (visible in each history's
+   * WorkflowTaskCompleted events); default: SETTLE_BUILD_ID, else the SDK's (its version and a
+   * checksum of the workflow bundle). Routing stays unversioned: any build takes any task
+   * (docs/deploying.md#rolling-upgrades says why).
+   */
+  buildId?: string;
 }
 
 export interface SettleWorker {
@@ -117,7 +125,12 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     onError: (err) => warn(`settle worker: lease sweep failed (${err.message}); retrying every period`),
   });
   const workflowBundle = options.workflowBundle ?? prebuiltWorkflowBundle();
-  const connection = await NativeConnection.connect(target.connectionOptions);
+  const connection = await NativeConnection.connect(target.connectionOptions).catch(async (err: Error) => {
+    await Promise.all([db.destroy(), tracing?.shutdown()]);
+    // The Rust core's transport error names no cause a person can act on: a TLS handshake of our own does.
+    const cause = (await tlsHandshakeProblem(target).catch(() => null)) ?? err.message;
+    throw new Error(`cannot connect to Temporal at ${describeTarget(target)}: ${cause}`);
+  });
   // Before anything polls: a namespace without settle's search attributes would stall every workflow.
   try {
     await requireSearchAttributes(connection, target.namespace, warn);
@@ -143,6 +156,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     // test/e2e/worker-options.test.ts checks the SDK still honours it.
     isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT,
     ...(options.shutdownForceTimeMs !== undefined ? { shutdownForceTime: options.shutdownForceTimeMs } : {}),
+    ...buildIdOption(options.buildId ?? (process.env.SETTLE_BUILD_ID || undefined)),
     activities: createActivities({
       store,
       identity,
@@ -179,4 +193,10 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
       }
     },
   };
+}
+
+/** The SDK's `buildId` (deprecated there only as the key of the old versioning API, which settle does not opt into). */
+function buildIdOption(buildId: string | undefined): Partial<WorkerOptions> {
+  // eslint-disable-next-line @typescript-eslint/no-deprecated -- the stamp, not the deprecated routing (useVersioning)
+  return buildId ? { buildId } : {};
 }

@@ -27,6 +27,8 @@ export async function checkRecordStoreAtStart(
   databaseUrl: string,
   warn: (line: string) => void,
   env: NodeJS.ProcessEnv = process.env,
+  /** Where the clock line goes when it is fine (leases depend on it, so every start says it). */
+  info: (line: string) => void = () => {},
 ): Promise<PoolingMode> {
   const mode = parseDurabilityMode(env[DURABILITY_VARIABLE]);
   const settings = await readRecordStoreSettings(databaseUrl);
@@ -35,6 +37,7 @@ export async function checkRecordStoreAtStart(
     if (finding.level === 'warn') warn(`settle worker: WARNING: ${finding.line}`);
     else if (finding.level === 'ok' && finding.subject === 'pooler' && settings.pooling !== 'session')
       warn(`settle worker: ${finding.line}`);
+    else if (finding.level === 'ok' && finding.subject === 'clock') info(finding.line);
   }
   // The refusal is the error itself (one line; several failures, rare, joined): the caller prints it.
   const failures = findings.filter((f) => f.level === 'fail').map((f) => f.line);

@@ -25,6 +25,8 @@ import { isTransient, migrateToLatest, redactUrl, waitForDatabase } from '../act
 import { jsonLine } from '../activities/observability/log';
 import { describeTarget, loadTemporalTarget } from '../client/connection';
 import { createSettleWorker } from './create-worker';
+import { databaseTlsFinding, readDatabaseTls } from '../core/database-tls';
+import { temporalTlsFinding } from '../client/tls-finding';
 import { checkRecordStoreAtStart, RecordStoreRefused } from './record-store-check';
 import type { PoolingMode } from '../core/record-store-requirements';
 import { startObservability } from './observability';
@@ -40,12 +42,15 @@ async function main(): Promise<void> {
   // PostgreSQL may start after the worker, or restart while it starts: wait for it, saying so.
   const log = (line: string) => observability.log('info', `settle worker: ${line}`);
   const warn = (line: string) => observability.log('warn', line);
+  // How the record store and Temporal are reached, one line each (a warning, with its fix, when unsafe).
+  for (const { level, line } of [databaseTlsFinding(readDatabaseTls(databaseUrl, process.env)), temporalTlsFinding(loadTemporalTarget())])
+    observability.log(level === 'ok' ? 'info' : 'warn', `settle worker: ${line}`);
   let recordStoreChecked: PoolingMode | undefined;
   for (let attempt = 0; ; attempt++) {
     await waitForDatabase(databaseUrl, log);
     try {
       // Before the migrations: a standby or a record store that could forget a claim is refused in one line.
-      recordStoreChecked ??= await checkRecordStoreAtStart(databaseUrl, warn);
+      recordStoreChecked ??= await checkRecordStoreAtStart(databaseUrl, warn, process.env, log);
       await migrateToLatest(databaseUrl);
       break;
     } catch (err) {

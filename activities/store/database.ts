@@ -68,7 +68,10 @@ export function directAccessOf(db: object): DirectAccess | undefined {
 /** Fails fast with an error that names DATABASE_URL (without its password). */
 export async function assertReachable(url: string): Promise<void> {
   const problem = await probeDatabase(url);
-  if (problem) throw new Error(`DATABASE_URL ${redactUrl(url)} is unreachable: ${problem.message}`);
+  if (problem) {
+    const fix = tlsFailureFix(problem);
+    throw new Error(`DATABASE_URL ${redactUrl(url)} is ${fix ? 'unusable' : 'unreachable'}: ${problem.message}${fix ? `: ${fix}` : ''}`);
+  }
 }
 
 /**
@@ -83,7 +86,10 @@ export async function waitForDatabase(url: string, log: (line: string) => void, 
       if (attempt > 0) log(`database ${redactUrl(url)} is reachable`);
       return;
     }
-    if (!isTransient(problem)) throw new Error(`DATABASE_URL ${redactUrl(url)} is unusable: ${problem.message}`);
+    if (!isTransient(problem)) {
+      const fix = tlsFailureFix(problem);
+      throw new Error(`DATABASE_URL ${redactUrl(url)} is unusable: ${problem.message}${fix ? `: ${fix}` : ''}`);
+    }
     const delayMs = Math.min(500 * 2 ** attempt, options.maxDelayMs ?? 10_000);
     log(`waiting for the database: ${redactUrl(url)} is unreachable (${problem.message}); retrying in ${delayMs / 1000} s`);
     await new Promise((r) => setTimeout(r, delayMs));
@@ -91,7 +97,13 @@ export async function waitForDatabase(url: string, log: (line: string) => void, 
 }
 
 async function probeDatabase(url: string): Promise<Error | null> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  let client: pg.Client;
+  try {
+    // pg reads sslrootcert, sslcert and sslkey here: a missing file throws.
+    client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  } catch (err) {
+    return asError(err);
+  }
   client.on('error', () => {});
   try {
     await client.connect();
@@ -111,7 +123,26 @@ async function probeDatabase(url: string): Promise<Error | null> {
 export function isTransient(err: Error): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (code.startsWith('28') || code.startsWith('3D'))) return false;
+  if (tlsFailureFix(err) !== null) return false;
   return !(err instanceof TypeError); // pg throws TypeError for an unparseable connection string
+}
+
+/**
+ * For a connection that failed on TLS (an untrusted or mismatched server certificate, a server
+ * without TLS, an unreadable sslrootcert/sslcert/sslkey file), what to fix; null for any other
+ * failure. Waiting cannot fix these: the worker stops at once rather than retrying.
+ */
+export function tlsFailureFix(err: Error): string | null {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return "connect by a host name or address the server's certificate names, or reissue the certificate with it";
+  if (typeof code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code))
+    return "the server's certificate is not signed by a trusted CA: set sslrootcert=<the CA file that signed it> in DATABASE_URL";
+  if (/server does not support SSL/i.test(err.message))
+    return 'the server refused TLS and settle never falls back to plaintext: enable ssl on the server, or drop sslmode for a loopback server';
+  if (code === 'ENOENT' || code === 'EACCES') return 'check the sslrootcert, sslcert and sslkey paths in DATABASE_URL';
+  if (typeof code === 'string' && code.startsWith('ERR_SSL')) return 'the TLS handshake failed: check the server’s TLS settings';
+  return null;
 }
 
 const CONNECTION_ERRNOS = new Set([

@@ -37,7 +37,15 @@ function onDuty(): OnDuty {
   };
 }
 
-export type FaultKind = 'sigkill' | 'zombie' | 'failpoint-kill' | 'worker-crash' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart';
+export type FaultKind =
+  | 'sigkill'
+  | 'zombie'
+  | 'failpoint-kill'
+  | 'worker-crash'
+  | 'postgres-fast'
+  | 'postgres-crash'
+  | 'temporal-restart'
+  | 'rolling-replace';
 
 export interface Fault {
   kind: FaultKind;
@@ -85,6 +93,10 @@ export class Cluster {
   private closed = false;
   /** A connection of the harness's own, to see which worker holds which call (aimed kills). */
   private inspector: pg.Pool | null = null;
+  /** Workers asked to drain (SIGTERM) by a rolling replacement: their exit is not a crash. */
+  private readonly draining = new Set<number>();
+  /** The environment of the build being rolled out (rollingReplace), on top of the options' for every worker started since. */
+  private buildEnv: NodeJS.ProcessEnv = {};
   /** Operator keys of this cluster, made when it starts (as an operator provisions them). */
   readonly onDuty: OnDuty = onDuty();
 
@@ -121,23 +133,31 @@ export class Cluster {
       failpoints: this.options.failpoints ?? '',
       maxOutput: 16 * 1024,
       // One root of shell run markers for the cluster's workers (one host), under the scenario's directory.
-      env: { SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs'), SETTLE_OPERATOR_KEYS: this.onDuty.keysText, ...this.options.env },
+      env: {
+        SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs'),
+        SETTLE_OPERATOR_KEYS: this.onDuty.keysText,
+        ...this.options.env,
+        ...this.buildEnv,
+      },
       ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
       ...(this.options.ready ? { ready: this.options.ready } : {}),
     });
     this.workers.push(worker);
     this.everyWorker.set(worker.pid, worker);
-    void worker.exited.then((exit) => this.onExit(worker, exit.signal));
+    void worker.exited.then((exit) => this.onExit(worker, exit.signal, exit.code));
     return worker;
   }
 
   /** A worker that died is replaced at once (as a supervisor would); its death is a fault if nobody asked for it. */
-  private onExit(worker: WorkerProcess, signal: NodeJS.Signals | null): void {
+  private onExit(worker: WorkerProcess, signal: NodeJS.Signals | null, code: number | null = null): void {
     const i = this.workers.indexOf(worker);
     if (i >= 0) this.workers.splice(i, 1);
     if (this.closed) return;
     const fired = /settle failpoint: (\S+) → kill/.exec(worker.output());
-    if (fired && signal === 'SIGKILL') {
+    const drained = this.draining.delete(worker.pid) && signal === null && code === 0;
+    if (drained) {
+      // Replaced by rollingReplace, which waits for the replacement.
+    } else if (fired && signal === 'SIGKILL') {
       const now = Date.now();
       this.faults.push({ kind: 'failpoint-kill', at: now, until: now, identity: worker.identity, failpoint: fired[1]! });
     } else if (signal !== 'SIGKILL') {
@@ -215,6 +235,27 @@ export class Cluster {
       "select key, holder from settle_endpoint_records where state = 'IN_FLIGHT' and holder is not null",
     );
     return rows;
+  }
+
+  /**
+   * A rolling deploy: every worker running now, one at a time, is asked to drain (SIGTERM, as a
+   * supervisor stops it) and, once it has exited, replaced by one started with `env` (the new
+   * build, e.g. SETTLE_BUILD_ID), which must poll before the next worker is drained. A worker
+   * that exits otherwise than cleanly is a crash (onExit). Stops early when `running()` turns false.
+   */
+  async rollingReplace(env: NodeJS.ProcessEnv, running: () => boolean = () => true): Promise<void> {
+    this.buildEnv = { ...this.buildEnv, ...env };
+    for (const old of [...this.workers]) {
+      if (!running() || this.closed) return;
+      if (!old.alive || this.resuming.has(old.pid)) continue;
+      const at = Date.now();
+      this.draining.add(old.pid);
+      old.signal('SIGTERM');
+      await old.exited;
+      const replacement = this.workers.at(-1);
+      if (replacement) await replacement.ready(180_000);
+      this.faults.push({ kind: 'rolling-replace', at, until: Date.now(), identity: old.identity });
+    }
   }
 
   /** PostgreSQL goes away (fast shutdown or kill -9) for `downMs`, then comes back. */

@@ -2,9 +2,10 @@
  * `settle doctor`'s answers about DATABASE_URL: reachable, the record store's requirements as
  * worker start checks them (core/record-store-requirements.ts), TLS to the server, the schema.
  */
-import { redactUrl } from '../../activities/store/database';
+import { redactUrl, tlsFailureFix } from '../../activities/store/database';
 import { readRecordStoreSettings } from '../../activities/store/record-store-settings';
-import { errorMessage } from '../../core/errors';
+import { asError, errorMessage } from '../../core/errors';
+import { databaseTlsFinding, readDatabaseTls } from '../../core/database-tls';
 import { DURABILITY_VARIABLE, parseDurabilityMode, recordStoreFindings } from '../../core/record-store-requirements';
 import { migrations } from '../../migrations/index';
 import pg from 'pg';
@@ -20,35 +21,36 @@ export async function databaseLines(env: NodeJS.ProcessEnv): Promise<DoctorLine[
   } catch (err) {
     return [{ level: 'fail', line: `database: ${errorMessage(err)}` }];
   }
+  let tls: DoctorLine;
+  try {
+    tls = tlsLine(url, env);
+  } catch (err) {
+    return [{ level: 'fail', line: `database: DATABASE_URL is not a URL pg can read (${errorMessage(err)})` }];
+  }
   let settings;
   try {
     settings = await readRecordStoreSettings(url);
   } catch (err) {
+    const fix = tlsFailureFix(asError(err));
     return [
-      {
-        level: 'fail',
-        line: `database: ${redactUrl(url)} is unreachable (${errorMessage(err)}): check DATABASE_URL, the server and the network`,
-      },
+      fix
+        ? { level: 'fail', line: `database: ${redactUrl(url)} refused over TLS (${errorMessage(err)}): ${fix}` }
+        : {
+            level: 'fail',
+            line: `database: ${redactUrl(url)} is unreachable (${errorMessage(err)}): check DATABASE_URL, the server and the network`,
+          },
+      tls,
     ];
   }
-  const lines: DoctorLine[] = [{ level: 'ok', line: `database: ${redactUrl(url)} answers` }, tlsLine(url)];
+  const lines: DoctorLine[] = [{ level: 'ok', line: `database: ${redactUrl(url)} answers` }, tls];
   lines.push(...recordStoreFindings(settings, mode).map(({ level, line }) => ({ level, line })));
   lines.push(await schemaLine(url));
   return lines;
 }
 
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|::1)$/;
-
-/** From the URL, as pg reads it: TLS is asked for with sslmode (and sslrootcert for a private CA). */
-function tlsLine(url: string): DoctorLine {
-  const parsed = new URL(url);
-  const sslmode = parsed.searchParams.get('sslmode') ?? (parsed.searchParams.get('ssl') === 'true' ? 'require' : null);
-  if (sslmode && sslmode !== 'disable') return { level: 'ok', line: `database tls: sslmode=${sslmode}` };
-  if (LOOPBACK.test(parsed.hostname) || parsed.hostname === '') return { level: 'ok', line: 'database tls: none (a loopback server)' };
-  return {
-    level: 'warn',
-    line: `database tls: none to ${parsed.hostname}: add ?sslmode=verify-full (and sslrootcert=<CA file> for a private CA) to DATABASE_URL`,
-  };
+/** From the URL, as pg reads it (core/database-tls.ts): the mode, what of the server's certificate is verified, the fix when unsafe. */
+function tlsLine(url: string, env: NodeJS.ProcessEnv): DoctorLine {
+  return databaseTlsFinding(readDatabaseTls(url, env));
 }
 
 /** Whether every migration this settle knows has run (workers run them on start; `settle migrate` does too). */

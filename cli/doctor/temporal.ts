@@ -7,24 +7,27 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { describeTarget, loadTemporalTarget } from '../../client/connection';
 import { errorMessage } from '../../core/errors';
+import { temporalTlsFinding } from '../../client/tls-finding';
+import { tlsHandshakeProblem } from '../../client/tls-probe';
 import { SEARCH_ATTRIBUTES, searchAttributeProblems } from '../../core/search-attributes';
 import type { DoctorLine } from './lines';
 
 const DEADLINE_MS = 10_000;
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/;
 const GRPC_NOT_FOUND = 5;
 
 export async function temporalLines(env: NodeJS.ProcessEnv): Promise<DoctorLine[]> {
   const target = loadTemporalTarget({}, env);
-  const { address } = target.connectionOptions;
-  const lines: DoctorLine[] = [tlsLine(address, target.connectionOptions.tls !== undefined, target.connectionOptions.apiKey !== undefined)];
+  const lines: DoctorLine[] = [temporalTlsFinding(target)];
   let connection: Connection;
   try {
     connection = await Connection.connect({ ...target.connectionOptions, connectTimeout: DEADLINE_MS });
   } catch (err) {
+    const tlsProblem = await tlsHandshakeProblem(target).catch(() => null);
     lines.unshift({
       level: 'fail',
-      line: `temporal: cannot connect to ${describeTarget(target)} (${errorMessage(err)}): check TEMPORAL_ADDRESS (or the profile) and the TLS settings`,
+      line: tlsProblem
+        ? `temporal: cannot connect to ${describeTarget(target)}: ${tlsProblem}`
+        : `temporal: cannot connect to ${describeTarget(target)} (${errorMessage(err)}): check TEMPORAL_ADDRESS (or the profile) and the TLS settings`,
     });
     return lines;
   }
@@ -49,16 +52,6 @@ export async function temporalLines(env: NodeJS.ProcessEnv): Promise<DoctorLine[
   } finally {
     await connection.close();
   }
-}
-
-function tlsLine(address: string, tls: boolean, apiKey: boolean): DoctorLine {
-  if (apiKey) return { level: 'ok', line: 'temporal tls: on, with an API key (TEMPORAL_API_KEY or the profile)' };
-  if (tls) return { level: 'ok', line: 'temporal tls: on (TEMPORAL_TLS_* or the profile)' };
-  if (LOOPBACK.test(address)) return { level: 'ok', line: 'temporal tls: none (a loopback server)' };
-  return {
-    level: 'warn',
-    line: `temporal tls: none to ${address}: set TEMPORAL_TLS=true (with TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH for mTLS), or a profile's tls section`,
-  };
 }
 
 async function searchAttributesLine(

@@ -119,16 +119,43 @@ const SERVER_FLAGS = [
   'max_wal_senders=8',
 ];
 
+export interface PrimaryOptions {
+  /** Serve TLS with this certificate and key (copied into the cluster's directory, owned by its OS user); plaintext stays allowed. */
+  tls?: { certFile: string; keyFile: string };
+  /** Loopback addresses to listen on (default 127.0.0.1 only). */
+  listen?: string[];
+}
+
 /** A primary (default settings: fsync on, synchronous_commit on, no synchronous standby) with settle's role and database. */
-export async function startPrimary(): Promise<Pg15Server> {
+export async function startPrimary(options: PrimaryOptions = {}): Promise<Pg15Server> {
   requirePrograms();
   const dir = ownedTempDir('settle-pg15-');
   const data = path.join(dir, 'data');
   run(path.join(PG15_BIN, 'initdb'), ['-D', data, '--auth=trust', '--username=postgres', '--no-sync', '--lc-messages=C', '-E', 'UTF8']);
   const port = await freePort();
+  const extraFlags = options.listen ? ['-c', `listen_addresses=${options.listen.join(',')}`] : [];
+  if (options.tls) {
+    const o = owner();
+    for (const [from, to] of [
+      [options.tls.certFile, 'server.crt'],
+      [options.tls.keyFile, 'server.key'],
+    ] as const) {
+      fs.copyFileSync(from, path.join(dir, to));
+      fs.chmodSync(path.join(dir, to), 0o600); // PostgreSQL refuses a key others may read
+      if (o) fs.chownSync(path.join(dir, to), o.uid, o.gid);
+    }
+    extraFlags.push(
+      '-c',
+      'ssl=on',
+      '-c',
+      `ssl_cert_file=${path.join(dir, 'server.crt')}`,
+      '-c',
+      `ssl_key_file=${path.join(dir, 'server.key')}`,
+    );
+  }
   const proc = await startProcess(
     path.join(PG15_BIN, 'postgres'),
-    ['-D', data, '-p', String(port), ...SERVER_FLAGS],
+    ['-D', data, '-p', String(port), ...SERVER_FLAGS, ...extraFlags],
     /ready to accept connections/,
   );
   const primary = server(port, dir, () => proc.stop());
