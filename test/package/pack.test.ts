@@ -267,6 +267,9 @@ describe("a team's first day, following docs/plugin.md", () => {
       });
       expect(fs.statSync(path.join(state, 'dev.json')).mode & 0o777).toBe(0o600);
       expect(fs.statSync(path.join(state, 'operator-key')).mode & 0o777).toBe(0o600);
+      // The banner carries the key's public half only.
+      const privateKey = fs.readFileSync(path.join(state, 'operator-key'), 'utf8').trim().split(':')[1]!;
+      expect(output).not.toContain(privateKey);
       expect(fs.existsSync(path.join(state, 'temporal.db'))).toBe(true);
       expect(fs.existsSync(path.join(project, 'node_modules/settle/.settle'))).toBe(false);
     } finally {
