@@ -1,7 +1,6 @@
 /**
- * Where this installation of settle lives, and its local, git-ignored state directory. Lives at
- * the bottom of the side-effect layer so that both the worker's policy (its default workspace
- * root) and the stack launcher (stack/paths.ts) can use it without importing each other.
+ * Where this installation of settle lives (the sandbox hides it from commands). Its state
+ * directory is the project's, not the installation's: state-dir.ts.
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -19,4 +18,3 @@ function packageRoot(from: string): string {
 }
 
 export const PROJECT_ROOT = packageRoot(fileURLToPath(new URL('.', import.meta.url)));
-export const SETTLE_DIR = path.join(PROJECT_ROOT, '.settle');

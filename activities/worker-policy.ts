@@ -3,7 +3,7 @@
  * trajectory spec (its author, or a model) can never widen any of it:
  *
  *   SETTLE_WORKSPACE_ROOT       every workspace must lie strictly inside this directory
- *                               (default: `.settle/workspaces` of the worker's installation)
+ *                               (default: `.settle/workspaces` of the worker's project, state-dir.ts)
  *   SETTLE_MODEL_ENDPOINTS      comma-separated base URLs a model-driven trajectory may call
  *                               (default: none — model-driven trajectories are refused)
  *   SETTLE_MODEL_KEY_ENVS       comma-separated names of variables that may be sent as a model's
@@ -18,7 +18,7 @@ import path from 'node:path';
 import { InputError } from '../core/errors';
 import { canonicalPath } from '../core/paths';
 import { isReservedVariable, RESERVED_VARIABLES_RULE } from '../core/reserved-variables';
-import { SETTLE_DIR } from './installation';
+import { SETTLE_DIR } from './state-dir';
 import { LANES_VARIABLE, parseLaneOverrides, type Lane } from '../core/tools/lanes';
 
 export interface WorkerPolicy {

@@ -1,15 +1,17 @@
 /**
- * What `settle cap mint | attenuate | check | show` do (declared in cli/cap-commands.ts). Keys come
- * only from SETTLE_CAP_KEYS (or @FILE); `check` exits 0 when allowed and 3 when denied, with one
- * line naming the failed component.
+ * What `settle cap keygen | mint | attenuate | check | show` do (declared in cli/cap-commands.ts).
+ * Keys come only from SETTLE_CAP_KEYS (or @FILE); `check` exits 0 when allowed and 3 when denied,
+ * with one line naming the failed component.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { InputError } from '../core/errors';
 import { checkBody, type Target } from '../core/capability/rules';
 import { CapabilityToken, RIGHTS, tokenDigest, type Right } from '../core/capability/token';
 import { parseDurationMs } from '../core/duration';
-import { loadKeyRing } from '../activities/capability/keyring';
-import { sign, verifySignature } from '../activities/capability/signer';
+import { KEYS_VARIABLE, loadKeyRing } from '../activities/capability/keyring';
+import { mintCapability } from '../activities/capability/mint';
+import { verifySignature } from '../activities/capability/signer';
 import { attenuate } from '../activities/capability/attenuate';
 import { authorize } from '../activities/capability/authorize';
 import { UsageError } from './usage-error';
@@ -27,17 +29,46 @@ export interface Widths {
   out?: string;
 }
 
-export function mint(opts: Widths): void {
-  const ring = keys();
-  const { max_cost, budget, ...rest } = requestFrom(opts);
-  const token = sign({ v: 1, ...rest, pred: { max_cost, budget }, parent: null, depth: 0 }, ring);
+const WIDTH_FLAGS = {
+  audience: '--audience',
+  rights: '--rights',
+  objects: '--objects',
+  maxCost: '--max-cost',
+  budget: '--budget',
+  expiresIn: '--expires-in',
+} as const;
+
+/** `settle cap keygen`: a fresh 32-byte secret under a key id, as SETTLE_CAP_KEYS takes it. */
+export function keygen(opts: { kid?: string }): void {
+  const kid = opts.kid ?? `k${new Date().toISOString().slice(0, 10).replaceAll('-', '')}`;
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(kid)) throw new UsageError('--kid: must be 1–64 letters, digits, . _ -');
+  const entry = `${kid}:${crypto.randomBytes(32).toString('base64')}`;
+  console.log(`# A secret: for the workers' and the minter's environment only (first entry signs, all verify; comma-separate several).`);
+  console.log(`${KEYS_VARIABLE}=${entry}`);
+}
+
+/** Every required option that is missing, in one line (commander would name only the first). */
+function requireAll<T extends object>(opts: Partial<T>, flags: Record<string, string>): T {
+  const missing = Object.entries(flags)
+    .filter(([name]) => opts[name as keyof T] === undefined)
+    .map(([, flag]) => flag);
+  if (missing.length) throw new UsageError(`missing required option${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+  return opts as T;
+}
+
+export function mint(given: Partial<Widths>): void {
+  const opts = requireAll<Widths>(given, WIDTH_FLAGS);
+  keys(); // the key's error first, as before the grant's
+  const { aud, rights, objects, max_cost, budget, expiresInMs } = requestFrom(opts);
+  const token = mintCapability({ audience: aud, rights, objects, maxCost: max_cost, budget, expiresInMs });
   write(token, opts.out);
 }
 
-export async function attenuateToken(opts: Widths & { parent: string }): Promise<void> {
+export async function attenuateToken(given: Partial<Widths & { parent: string }>): Promise<void> {
+  const opts = requireAll<Widths & { parent: string }>(given, { ...WIDTH_FLAGS, parent: '--parent' });
   const ring = keys();
   const parent = readToken(opts.parent);
-  const request = requestFrom(opts);
+  const { expiresInMs: _expiresInMs, ...request } = requestFrom(opts);
   // The CLI acts for the operator (no requester audience to match). The child's budget is
   // reserved from the parent's in Postgres, as when a workflow attenuates: without its budget
   // row, every use of the child would be denied "budget exhausted".
@@ -130,6 +161,7 @@ function requestFrom(opts: Widths) {
     max_cost: number(opts.maxCost, '--max-cost'),
     budget: number(opts.budget, '--budget'),
     exp: Date.now() + expiresInMs,
+    expiresInMs,
   };
   // Validate objects and the whole body shape before signing anything.
   const probe = CapabilityToken().shape.body.safeParse({

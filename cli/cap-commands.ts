@@ -1,34 +1,47 @@
 /**
- * `settle cap mint | attenuate | check | show`, declared for `settle --help`; what they do (with
- * the token schemas and the key ring) is in cli/cap-actions.ts, imported when one of them runs.
+ * `settle cap keygen | mint | attenuate | check | show`, declared for `settle --help`; what they do
+ * (with the token schemas and the key ring) is in cli/cap-actions.ts, imported when one of them runs.
+ *
+ * mint's and attenuate's options are required but declared plain, marked "(required)": the action
+ * reports every missing one in one line, where commander stops at the first.
  */
 import type { Command } from 'commander';
 import { RIGHTS } from '../core/capability/rights';
 import type { Widths } from './cap-actions';
+import { KEYS_VARIABLE } from '../activities/capability/keyring';
 
 export function registerCapabilityCommands(program: Command): void {
   const cap = program.command('cap').description('Signed capabilities: mint, attenuate, check, show (keys from SETTLE_CAP_KEYS).');
 
+  cap
+    .command('keygen')
+    .description(
+      `Make a capability key: one ${KEYS_VARIABLE} entry (kid:base64secret) for the workers and whoever mints; ` +
+        'put the new key first to sign with it, keep the old ones after it while their tokens live.',
+    )
+    .option('--kid <id>', 'the key id (letters, digits, . _ -; default: k and today’s date)')
+    .action(async (opts: { kid?: string }) => (await import('./cap-actions')).keygen(opts));
+
   const common = (c: Command) =>
     c
-      .requiredOption('--audience <id>', 'the trajectory (workflow id) the capability is issued to')
-      .requiredOption('--rights <list>', `comma-separated subset of ${RIGHTS.join(',')}`)
-      .requiredOption(
+      .option('--audience <id>', '(required) the trajectory (workflow id) the capability is issued to')
+      .option('--rights <list>', `(required) comma-separated subset of ${RIGHTS.join(',')}`)
+      .option(
         '--objects <list>',
-        'comma-separated typed objects: path:/abs/dir, host:example.com, repo:owner/name, mcp:server[/tool]',
+        '(required) comma-separated typed objects: path:/abs/dir, host:example.com, repo:owner/name, mcp:server[/tool]',
       )
-      .requiredOption('--max-cost <n>', 'per-call cost ceiling (cost units)')
-      .requiredOption('--budget <n>', 'total budget (cost units)')
-      .requiredOption('--expires-in <duration>', 'lifetime, e.g. 30m, 1h, 7d')
+      .option('--max-cost <n>', '(required) per-call cost ceiling (cost units)')
+      .option('--budget <n>', '(required) total budget (cost units)')
+      .option('--expires-in <duration>', '(required) lifetime, e.g. 30m, 1h, 7d')
       .option('--out <file>', 'write the token here instead of stdout');
 
-  common(cap.command('mint').description('Mint a root capability.')).action(async (opts: Widths) =>
-    (await import('./cap-actions')).mint(opts),
+  common(cap.command('mint').description(`Mint a root capability, signed with the first of ${KEYS_VARIABLE}.`)).action(
+    async (opts: Partial<Widths>) => (await import('./cap-actions')).mint(opts),
   );
 
   common(cap.command('attenuate').description('Derive a narrower capability from a parent token (refuses any wider component).'))
-    .requiredOption('--parent <file>', 'the parent token')
-    .action(async (opts: Widths & { parent: string }) => (await import('./cap-actions')).attenuateToken(opts));
+    .option('--parent <file>', '(required) the parent token')
+    .action(async (opts: Partial<Widths & { parent: string }>) => (await import('./cap-actions')).attenuateToken(opts));
 
   cap
     .command('check')

@@ -102,6 +102,8 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
         // Terminals are scrolled back, recorded and shared: the password stays in the owner-only settings file.
         `  DATABASE_URL         ${redactUrl(settings.databaseUrl)} (with its password in ${DEV_SETTINGS_FILE}, which the CLI reads)`,
         `  operator key         ${operatorKey.file} (operator ${operatorKey.signer.operator}: settle resolve/approve sign with it)`,
+        // Public: your own worker accepts this operator with it (settle operator public-key prints it again).
+        `  ${OPERATOR_KEYS_VARIABLE} ${publicEntry(operatorKey.signer)} (for your own worker)`,
         // Its URL holds the access token and the name its cookie is bound to: a file for the operator, not this log.
         `  console              open the URL in ${CONSOLE_URL_FILE} (owner-only; calls that need a person)`,
         processes

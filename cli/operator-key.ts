@@ -14,6 +14,7 @@ import {
   loadOperatorSigner,
   operatorKeysFromEnv,
   OPERATOR_KEY_VARIABLE,
+  OPERATOR_KEYS_VARIABLE,
   publicEntry,
   type OperatorKeys,
   type OperatorSigner,
@@ -40,6 +41,19 @@ export function operatorSigner(): OperatorSigner {
     if (err instanceof InputError) throw new UsageError(err.message);
     throw err;
   }
+}
+
+/** `settle operator public-key`: the worker's SETTLE_OPERATOR_KEYS entry for the key the CLI signs with. */
+export function printPublicKey(): void {
+  // Only a public half is printed: settle dev's key from this project serves even while it is down.
+  const signer =
+    !process.env[OPERATOR_KEY_VARIABLE] && !readDevSettings() && fs.existsSync(DEV_OPERATOR_KEY_FILE)
+      ? loadOperatorSigner(`@${DEV_OPERATOR_KEY_FILE}`, DEV_OPERATOR_KEY_FILE)
+      : operatorSigner();
+  console.log(
+    `# ${signer.operator}'s public key, for every worker that accepts their verdicts and approvals (comma-separate several operators):`,
+  );
+  console.log(`${OPERATOR_KEYS_VARIABLE}=${publicEntry(signer)}`);
 }
 
 /**

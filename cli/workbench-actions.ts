@@ -17,7 +17,8 @@ import {
 } from '../workbench/lint/index';
 import { breakEvenRate, constrainedDecodingPaysOff } from '../workbench/breakeven';
 import { type CatalogCost, catalogCost, compareCatalogCost } from '../workbench/catalog-cost';
-import { countTokens, definitionText, ENCODING } from '../workbench/tokens';
+import { definitionText, ENCODING } from '../workbench/tokens';
+import { tokenCounter } from './token-counter';
 import { CallStats, type ToolCallStats } from '../activities/store/call-stats';
 
 /** A --since window: its length, and the text the user wrote for it. */
@@ -188,6 +189,7 @@ async function measureCatalog(file: string | undefined, turns: number, flag: str
     const document = await readJson(file, flag);
     definitions = withSource(source, () => extractDefinitions(document));
   }
+  const countTokens = await tokenCounter();
   const tools = definitions.map((d) => ({ name: d.name, tokens: countTokens(definitionText(d.published)) }));
   return {
     source,

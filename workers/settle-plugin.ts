@@ -91,12 +91,22 @@ export class SettlePlugin extends SimplePlugin {
   /** Where the worker polls, once it is configured: its namespace is checked before it runs. */
   private readonly polling: { target?: PollTarget };
 
-  /** Throws a one-line error for a refused tool definition, a missing DATABASE_URL or an invalid key set. */
+  /** Why this plugin cannot configure a worker (no database), or null. Bundling needs none (a pre-built bundle). */
+  private readonly missingDatabase: string | null;
+
+  /**
+   * Throws a one-line error for a refused tool definition or an invalid key set. A missing
+   * DATABASE_URL is refused when the plugin configures a worker (`Worker.create`), not here:
+   * `bundleWorkflowCode({ plugins: [new SettlePlugin(…)] })` pre-builds a bundle without one.
+   */
   constructor(options: SettlePluginOptions = {}) {
     const polling: { target?: PollTarget } = {};
     const parts = settleWorkerParts(options, () => polling.target);
-    super({ name: 'settle', activities: parts.activities, runContext: parts.runContext });
+    super({ name: 'settle', ...(parts.activities ? { activities: parts.activities, runContext: parts.runContext } : {}) });
     this.registry = parts.registry;
+    this.missingDatabase = parts.activities
+      ? null
+      : 'SettlePlugin databaseUrl: must be set (or DATABASE_URL) to the Postgres URL that holds the endpoint records';
     this.aiSdk = options.models !== undefined;
     this.polling = polling;
   }
@@ -118,6 +128,7 @@ export class SettlePlugin extends SimplePlugin {
 
   /** settle's activities appended; the worker options its recovery needs, unless the worker sets its own. */
   override configureWorker(options: WorkerOptions): WorkerOptions {
+    if (this.missingDatabase) throw new Error(this.missingDatabase);
     const configured: WorkerOptions & { isolateExecutionTimeout?: string } = super.configureWorker(options);
     if (configured.connection) this.polling.target = { connection: configured.connection, namespace: configured.namespace ?? 'default' };
     return {
@@ -144,8 +155,8 @@ function settleWorkerParts(options: SettlePluginOptions, polling: () => PollTarg
     ...(lanes ? { lanes } : {}),
   });
   const databaseUrl = options.databaseUrl ?? process.env.DATABASE_URL;
-  if (!databaseUrl)
-    throw new Error('SettlePlugin databaseUrl: must be set (or DATABASE_URL) to the Postgres URL that holds the endpoint records');
+  // Without a database the plugin can still configure a bundler; configureWorker refuses it.
+  if (!databaseUrl) return { registry, activities: null, runContext: null };
   const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
   const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
   const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();

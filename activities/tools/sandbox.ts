@@ -22,6 +22,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { PROJECT_ROOT } from '../installation';
+import { SETTLE_DIR } from '../state-dir';
 import { TRUNCATION_MARKER } from '../../core/observation';
 import { isWithin } from '../../core/paths';
 import { ETC_FILES, syntheticEtc } from './sandbox-etc';
@@ -483,6 +484,8 @@ function forbiddenWorkspace(workspace: string): string | null {
   if (workspace === '/') return 'is the root directory';
   for (const dir of SYSTEM_DIRS) if (isWithin(workspace, dir)) return `lies in the system directory ${dir}`;
   if (isWithin(WORKER_ROOT, workspace)) return `contains the worker's own checkout ${WORKER_ROOT}`;
+  // The project's state directory holds the development keys and database passwords.
+  if (isWithin(SETTLE_DIR, workspace)) return `contains settle's state directory ${SETTLE_DIR}`;
   return null;
 }
 

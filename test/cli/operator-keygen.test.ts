@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadOperatorKeys, loadOperatorSigner } from '../../activities/operator/operator-keys';
 import { mintCredential, verifyCredential } from '../../activities/operator/operator-credentials';
-import { runSettle } from '../support/cli';
+import { runNode, runSettle, SETTLE_BIN } from '../support/cli';
 import { devOperatorKey, devOperatorKeys } from '../../cli/operator-key';
 
 const claim = {
@@ -75,5 +75,37 @@ describe('settle operator keygen', { timeout: 60_000 }, () => {
     expect(again.signer.operator).toBe(first.signer.operator);
     const keys = devOperatorKeys(again.signer);
     expect(verifyCredential(mintCredential(first.signer, claim), claim, keys)).toMatchObject({ ok: true });
+  });
+});
+
+describe('settle operator public-key', { timeout: 60_000 }, () => {
+  it('prints the SETTLE_OPERATOR_KEYS entry of the key the CLI signs with, and only its public half', async () => {
+    const pair = await runSettle(['operator', 'keygen', 'carol']);
+    const privateText = pair.stdout
+      .split('\n')
+      .find((l) => l.startsWith('SETTLE_OPERATOR_KEY='))!
+      .slice('SETTLE_OPERATOR_KEY='.length);
+    const r = await runSettle(['operator', 'public-key'], { env: { SETTLE_OPERATOR_KEY: privateText } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain(privateText.split(':')[1]!);
+    const line = r.stdout.split('\n').find((l) => l.startsWith('SETTLE_OPERATOR_KEYS='))!;
+    expect(line).toBe(pair.stdout.split('\n').find((l) => l.startsWith('SETTLE_OPERATOR_KEYS=')));
+    const keys = loadOperatorKeys(line.slice('SETTLE_OPERATOR_KEYS='.length));
+    const signer = loadOperatorSigner(privateText);
+    expect(verifyCredential(mintCredential(signer, claim), claim, keys)).toMatchObject({ ok: true, body: { operator: 'carol' } });
+  });
+
+  it("prints settle dev's development key from the project's state directory", async () => {
+    const project = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-project-'));
+    fs.writeFileSync(path.join(project, 'package.json'), '{}');
+    const { signer } = devOperatorKey(path.join(project, '.settle', 'operator-key'));
+    const r = await runNode([SETTLE_BIN, 'operator', 'public-key'], { cwd: project, env: { SETTLE_OPERATOR_KEY: '' } });
+    expect(r.stderr).toBe('');
+    const line = r.stdout.split('\n').find((l) => l.startsWith('SETTLE_OPERATOR_KEYS='))!;
+    expect([...loadOperatorKeys(line.slice('SETTLE_OPERATOR_KEYS='.length)).keys.keys()]).toEqual([signer.operator]);
+    expect(
+      verifyCredential(mintCredential(signer, claim), claim, loadOperatorKeys(line.slice('SETTLE_OPERATOR_KEYS='.length))),
+    ).toMatchObject({ ok: true });
+    fs.rmSync(project, { recursive: true, force: true });
   });
 });

