@@ -26,11 +26,9 @@ export function hostQueue(taskQueue: string, hostId: string): string {
 
 /**
  * Where a trajectory's workspace lives, recorded once per run (an activity's result): the host of
- * the worker that found the workspace on its disk, the queue only that host's workers poll, and
- * the tools whose calls go there (the ones that need a workspace, from that worker's registry).
+ * the worker that found the workspace on its disk, and the queue only that host's workers poll.
  */
 export interface WorkspaceHost {
   host: string;
   queue: string;
-  tools: string[];
 }

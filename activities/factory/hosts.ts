@@ -21,8 +21,7 @@ export function hostActivities(ctx: ActivityContext) {
       if (refusal) {
         throw ApplicationFailure.retryable(`host ${ctx.host} does not hold the workspace: ${refusal}`, FAILURE.WrongHost);
       }
-      const tools = ctx.registry.names().filter((name) => ctx.registry.get(name)?.needsWorkspace === true);
-      return { host: ctx.host, queue: hostQueue(Context.current().info.taskQueue, ctx.host), tools };
+      return { host: ctx.host, queue: hostQueue(Context.current().info.taskQueue, ctx.host) };
     },
   };
 }

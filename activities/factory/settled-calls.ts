@@ -18,7 +18,7 @@ import { checkedCall } from './checked-call';
 import { trajectoryIdOf, type ActivityContext } from './context';
 import { keySecret } from './key-secret';
 import { boundOutcome, inDoubtFailure, type LabelledOutcome } from './outcome';
-import { evidenceElsewhere, hostBound, requireHost, wrongHost } from './host-check';
+import { evidenceElsewhere, hostBound, wrongHost } from './host-check';
 import { RunsElsewhere } from '../settled/run-settled';
 
 export interface ToolCallInput {
@@ -105,8 +105,13 @@ export function settledCallActivities(ctx: ActivityContext) {
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
-      // A workspace call runs only on its workspace's host: before anything is claimed or touched.
-      requireHost(ctx, input.tool, input.host);
+      // A workspace call runs only on its workspace's host: refused elsewhere before anything is
+      // claimed or touched, unless it is settled already (a stored result replays on any host).
+      if (input.host !== undefined && hostBound(ctx, input.tool) && input.host !== ctx.host) {
+        const record = await store.get(key);
+        if (record?.state !== 'COMPLETED') throw wrongHost(input.tool, input.host, ctx.host);
+        return boundOutcome({ kind: 'completed', result: record.result as Observation, replayed: true, generation: record.generation });
+      }
       const approval = approvalOf(ctx, input, { namespace: activity.info.namespace, trajectoryId, key, tool: input.tool, args });
       if (approval?.ok === false) {
         await countAlone();
