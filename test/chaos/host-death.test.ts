@@ -151,8 +151,10 @@ describe('workers on several hosts', { timeout: 300_000 }, () => {
     expect(idA).not.toBe(idB); // derived, without SETTLE_HOST_ID: the same path, another directory
     for (const i of [3, 4, 5]) await settle.start(ids[i]!, trajectory(names[i]!));
 
-    // While A is down, its trajectories make no progress anywhere: not on A's disk, not on B's stale copy.
-    await new Promise((r) => setTimeout(r, 6_000));
+    // While A is down, its trajectories make no progress anywhere: not on A's disk, not on B's stale
+    // copy. Longer than an attempt waits on A's queue (30 s): its call then asks the shared queue
+    // once (host B refuses it: only a settled result would replay) and waits again.
+    await new Promise((r) => setTimeout(r, 36_000));
     expect([0, 1, 2].map(onA)).toEqual(atKill);
     for (const i of [0, 1, 2]) expect(edits(path.join(disks.b, names[i]!, 'app.txt'))).toEqual([]);
 
