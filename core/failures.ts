@@ -37,6 +37,12 @@ export const FAILURE = {
    * capability's host: objects) without passing one to settled({ capability }): nothing ran.
    */
   CapabilityRequired: 'SettleCapabilityRequired',
+  /**
+   * A workspace call reached a worker on another host than its workspace's (core/hosts.ts): refused
+   * before anything was claimed or touched. Retryable: a retry may reach the right host; a routed
+   * call (its host's own queue) never meets it.
+   */
+  WrongHost: 'SettleWrongHost',
   /** The model driver's configuration cannot work on this worker (e.g. its API key variable). */
   ModelConfig: 'SettleModelConfig',
   /** The model server refused the request for good (4xx other than rate limits). */

@@ -20,6 +20,8 @@ import { tracingFromEnv, type Tracing } from './tracing';
 import { PRELOAD_MODULES, prebuiltWorkflowBundle, WORKFLOWS_PATH } from './workflow-bundle';
 import { checkRecordStoreAtStart } from './record-store-check';
 import type { PoolingMode } from '../core/record-store-requirements';
+import { hostQueue, parseHostId } from '../core/hosts';
+import { hostIdFor } from '../activities/host-id';
 
 export { DEFAULT_TASK_QUEUE } from '../client/connection';
 export { WORKFLOWS_PATH } from './workflow-bundle';
@@ -84,10 +86,23 @@ export interface SettleWorkerOptions {
    * (docs/deploying.md#rolling-upgrades says why).
    */
   buildId?: string;
+  /**
+   * This worker's host id (core/hosts.ts); default: SETTLE_HOST_ID, else derived from the machine,
+   * the host name and the workspace root (activities/host-id.ts). Workers that see the same
+   * workspaces share one; workers that do not must not.
+   */
+  hostId?: string;
 }
 
 export interface SettleWorker {
   worker: Worker;
+  /**
+   * The activities-only worker on this host's own queue (core/hosts.ts hostQueue): a trajectory
+   * sends its workspace calls there, so they run where the workspace is, and nowhere else.
+   */
+  hostWorker: Worker;
+  /** This worker's host id, and the queue its host worker polls. */
+  host: { id: string; queue: string };
   /** Where it polls (for logs: no secrets). */
   target: TemporalTarget;
   /** Runs until shutdown() is called or a signal arrives; closes the pool and connection after. */
@@ -101,6 +116,7 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
   const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();
   const policy = options.policy ?? loadWorkerPolicy(process.env);
+  const host = options.hostId !== undefined ? parseHostId(options.hostId, 'hostId') : hostIdFor(policy.workspaceRoot);
   const warn = options.warn ?? ((line: string) => console.warn(line));
   if (keyRing && policy.allowNoCapability) {
     warn(
@@ -140,6 +156,16 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   }
   // `isolateExecutionTimeout` is read by the SDK (1.24: its defaults are spread under the options)
   // but not in its public type: see the comment where it is set.
+  const activities = createActivities({
+    store,
+    identity,
+    keyRing,
+    policy,
+    operatorKeys,
+    runsTrajectories: true,
+    host,
+    pollsHostQueue: true,
+  });
   const workerOptions: WorkerOptions & { isolateExecutionTimeout: string } = {
     connection,
     namespace: target.namespace,
@@ -157,34 +183,51 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     isolateExecutionTimeout: ISOLATE_EXECUTION_TIMEOUT,
     ...(options.shutdownForceTimeMs !== undefined ? { shutdownForceTime: options.shutdownForceTimeMs } : {}),
     ...buildIdOption(options.buildId ?? (process.env.SETTLE_BUILD_ID || undefined)),
-    activities: createActivities({
-      store,
-      identity,
-      keyRing,
-      policy,
-      operatorKeys,
-      runsTrajectories: true,
-    }),
+    activities,
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
     ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   };
+  const queue = hostQueue(target.taskQueue, host);
   let worker: Worker;
+  let hostWorker: Worker;
   try {
     worker = await Worker.create(workerOptions);
+    // The same activities on the host's own queue; no workflows (they run on the shared queue).
+    hostWorker = await Worker.create({
+      connection,
+      namespace: target.namespace,
+      taskQueue: queue,
+      identity,
+      activities,
+      ...(options.shutdownForceTimeMs !== undefined ? { shutdownForceTime: options.shutdownForceTimeMs } : {}),
+      ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
+    });
   } catch (err) {
     await connection.close();
     await db.destroy();
     await tracing?.shutdown();
     throw err;
   }
+  // Either one stopping (a signal, shutdown(), a fatal error) stops the other.
+  const stopBoth = () => {
+    for (const w of [worker, hostWorker]) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  const shutdown = () => {
+    if (hostWorker.getState() === 'RUNNING') hostWorker.shutdown();
+    worker.shutdown(); // as the SDK's: throws unless running
+  };
   return {
     worker,
+    hostWorker,
+    host: { id: host, queue },
     target,
-    shutdown: () => worker.shutdown(),
+    shutdown,
     run: async () => {
       sweeper.start();
       try {
-        await worker.run();
+        const runs = [worker.run(), hostWorker.run()].map((run) => run.finally(stopBoth));
+        const [shared, own] = await Promise.allSettled(runs);
+        for (const result of [shared, own]) if (result?.status === 'rejected') throw result.reason;
       } finally {
         await sweeper.stop();
         await connection.close();

@@ -71,6 +71,9 @@ async function main(): Promise<void> {
     target: describeTarget(worker.target),
     database: redactUrl(databaseUrl),
     metricsUrl: observability.metricsUrl,
+    // Workspace calls of the workspaces on this host come on its own queue (docs/deploying.md#workers-on-several-hosts).
+    host: worker.host.id,
+    hostQueue: worker.host.queue,
   });
   await worker.run();
   await observability.close();

@@ -16,7 +16,7 @@ import { failed, type Observation } from '../core/observation';
 import { accessFor } from '../core/capability/access';
 import { checkBody } from '../core/capability/rules';
 import { SPAWN_SUBAGENT, spawnSubagentArgs, type SpawnSubagentArgs } from '../core/capability/subagent';
-import { CATALOG, effectiveLevel, isToolName, type SideEffectLevel, type ToolName } from '../core/tools/catalog';
+import { CATALOG, effectiveLevel, isToolName, usesWorkspace, type SideEffectLevel, type ToolName } from '../core/tools/catalog';
 import { isCompensationCallId } from '../core/tools/compensation';
 import { parseArgs } from '../core/validation';
 import { ProposedCallSchema } from '../core/trajectory-input';
@@ -26,6 +26,7 @@ import { deniedByCapability, SettledCall, type SettledCallOptions } from './sett
 import { spawnSubagent } from './subagent';
 import type { CallContext } from './call-context';
 import { ACTIVITY_LANE, type LaneChoice } from '../core/tools/lanes';
+import type { WorkspaceHost } from '../core/hosts';
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 
@@ -52,6 +53,13 @@ const { runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
+// Which host holds the workspace: asked on the shared queue, where only a worker that finds the
+// workspace on its disk answers; the others refuse, and a retry asks again (another worker, mostly).
+const LOCATE_OPTIONS = {
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '2 seconds', maximumAttempts: 12 },
+} as const;
+const { locateWorkspace } = proxyActivities<SettleActivities>(LOCATE_OPTIONS);
 const { runReadOnlyTool: runReadOnlyToolLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
 
 /** A call that passed validation: its catalog tool, level and the arguments as they will execute. */
@@ -107,24 +115,50 @@ function runValid(ctx: CallContext, report: CallReport, call: ProposedCall, vali
   const summary = `${call.tool} ${describeArgs(valid.args)} · key ${key.slice(0, 6)}…`;
   const denial = precheckCapability(ctx, valid);
   if (denial) return countProposal(ctx, report.turn, call, null).then(() => deniedByCapability(report, denial.component, denial.reason));
-  const settle = (lane: LaneChoice) =>
+  const settle = (lane: LaneChoice, where: WorkspaceHost | null = null) =>
     settleValidCall(ctx, report, {
       level: valid.level,
       args: valid.args,
       key,
       summary,
       lane,
+      ...(where ? { host: where } : {}),
       countInActivity: !isCompensationCallId(call.call_id),
       countRefusal: () => countProposal(ctx, report.turn, call, null),
     });
   if (!ctx.state.patches.localLane) return settle(ACTIVITY_LANE);
-  return lanesOf(ctx).then((lanes) => settle(lanes[valid.tool] ?? ACTIVITY_LANE));
+  if (!ctx.state.patches.hostQueues || !usesWorkspace(valid.tool))
+    return lanesOf(ctx).then((lanes) => settle(lanes[valid.tool] ?? ACTIVITY_LANE));
+  return Promise.all([lanesOf(ctx), hostOf(ctx)]).then(([lanes, where]) => settle(lanes[valid.tool] ?? ACTIVITY_LANE, where));
 }
 
 /** The worker's lane per tool, asked once per run (the first call asks; concurrent calls share the answer). */
 function lanesOf(ctx: CallContext): Promise<Readonly<Record<string, LaneChoice>>> {
   ctx.state.lanes ??= laneTable();
   return ctx.state.lanes;
+}
+
+/**
+ * The host that holds the workspace, asked once per run (the first workspace call asks; concurrent
+ * calls share the answer). Null when no worker answered within the retries (the workspace exists
+ * on no host that polls its own queue): calls then go to the shared queue, where each worker
+ * checks the workspace itself, as before hosts.
+ */
+function hostOf(ctx: CallContext): Promise<WorkspaceHost | null> {
+  ctx.state.workspaceHost ??= locateWorkspace.executeWithOptions(
+    { ...LOCATE_OPTIONS, summary: `locate workspace ${ctx.input.workspace}` },
+    [{ workspace: ctx.input.workspace }],
+  ).catch((err: unknown) => {
+    if (isCancellation(err)) throw err;
+    log.warn('no host answered for the workspace: its calls go to the shared queue', {
+      event: 'workspace_host_unknown',
+      trajectoryId: ctx.trajectoryId,
+      workspace: ctx.input.workspace,
+      error: asError(err).message,
+    });
+    return null;
+  });
+  return ctx.state.workspaceHost;
 }
 
 /** A call validated and keyed, ready to settle: by a trajectory (the catalog) or a team's workflow (the worker's registry). */
@@ -139,6 +173,8 @@ export interface ValidatedCall {
   probes?: boolean;
   /** Where it runs (the worker's lane for its tool); absent: the activity lane. */
   lane?: LaneChoice;
+  /** The host holding its workspace (PATCH_HOST_QUEUES): its attempts and probes run on that host's queue. */
+  host?: WorkspaceHost;
   /** The activity counts the proposal (a trajectory's). */
   countInActivity: boolean;
   /** Counts a proposal no activity ran for (an A3 call denied); a team's calls count none. */
@@ -152,7 +188,7 @@ export interface ValidatedCall {
  */
 export function settleValidCall(ctx: CallContext, report: CallReport, call: ValidatedCall): Promise<CallReport> {
   if (call.level === 'A0')
-    return runReadOnly(ctx, report, report.tool, call.args, call.key, call.summary, call.countInActivity, call.lane ?? ACTIVITY_LANE);
+    return runReadOnly(ctx, report, report.tool, call.args, call.key, call.summary, call.countInActivity, call.lane ?? ACTIVITY_LANE, call.host);
   if (call.level === 'A3') return runApproved(ctx, report, call);
   return new SettledCall(ctx, report, settledCallOptions(call, undefined)).run();
 }
@@ -166,6 +202,7 @@ function settledCallOptions(call: ValidatedCall, approval: Approval | undefined)
     countProposal: call.countInActivity,
     ...(call.probes !== undefined ? { probes: call.probes } : {}),
     ...(call.lane ? { lane: call.lane } : {}),
+    ...(call.host ? { host: call.host } : {}),
   };
 }
 
@@ -254,6 +291,7 @@ async function runReadOnly(
   summary: string,
   countInActivity: boolean,
   lane: LaneChoice = ACTIVITY_LANE,
+  where?: WorkspaceHost,
 ): Promise<CallReport> {
   const { input } = ctx;
   report.attempts++;
@@ -262,6 +300,7 @@ async function runReadOnly(
     args,
     workspace: input.workspace,
     key,
+    ...(where ? { host: where.host } : {}),
     ...(input.capability ? { capability: input.capability } : {}),
     ...(countInActivity ? { proposal: { turn: report.turn, callId: report.callId } } : {}),
   };
@@ -269,11 +308,17 @@ async function runReadOnly(
   // the database, and an outage must delay the turn, not fail it. Tool errors are observations.
   const asActivity = () =>
     runReadOnlyTool.executeWithOptions(
-      { startToCloseTimeout: '1 minute', retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' }, summary },
+      {
+        startToCloseTimeout: '1 minute',
+        retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
+        summary,
+        ...(where ? { taskQueue: where.queue } : {}),
+      },
       [request],
     );
   // The local lane reads once within its bound; whatever keeps it from answering (a slow read, a
-  // database outage) continues in the activity lane, retried there.
+  // database outage, a workflow task on another host than the workspace's) continues in the
+  // activity lane, retried there.
   const result: ReadOnlyResult | Observation =
     lane.lane === 'local'
       ? await runReadOnlyToolLocally

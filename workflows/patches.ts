@@ -39,15 +39,28 @@ export const PATCH_PROBLEM_COUNT = 'settle-2026-12-problem-count';
  */
 export const PATCH_LOCAL_LANE = 'settle-2026-12-local-lane';
 
+/**
+ * Patch id: implies PATCH_LOCAL_LANE (and so everything it implies), and that a trajectory's
+ * workspace calls (the catalog's file and shell tools) go to its workspace's host: the first one
+ * asks which host holds the workspace (locateWorkspace, recorded), and its attempts and probes run
+ * on that host's own queue (core/hosts.ts), carrying the host so a worker elsewhere refuses them.
+ * Asked first, so a new run still records one marker; histories without it sent every call to the
+ * shared queue.
+ */
+export const PATCH_HOST_QUEUES = 'settle-2026-12-host-queues';
+
 /** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
 export class Patches {
   /** This run recorded (or replays) PATCH_PROBLEM_COUNT, or a patch that implies it. */
   readonly problemCount: boolean;
-  /** This run recorded (or replays) PATCH_LOCAL_LANE: calls run in their tools' lanes. */
+  /** This run recorded (or replays) PATCH_LOCAL_LANE, or a patch that implies it: calls run in their tools' lanes. */
   readonly localLane: boolean;
+  /** This run recorded (or replays) PATCH_HOST_QUEUES: workspace calls run on their workspace's host. */
+  readonly hostQueues: boolean;
 
   constructor() {
-    this.localLane = patched(PATCH_LOCAL_LANE);
+    this.hostQueues = patched(PATCH_HOST_QUEUES);
+    this.localLane = this.hostQueues || patched(PATCH_LOCAL_LANE);
     this.problemCount = this.localLane || patched(PATCH_PROBLEM_COUNT);
     // Asked only where a history may carry its marker (none newer holds); a new run never gets here.
     if (!this.problemCount) deprecatePatch(PATCH_LEAN_CALLS);

@@ -25,8 +25,10 @@ import {
   proxyActivities,
   proxyLocalActivities,
   sleep,
+  TimeoutFailure,
 } from '@temporalio/workflow';
 import { ACTIVITY_LANE, type LaneChoice } from '../core/tools/lanes';
+import type { WorkspaceHost } from '../core/hosts';
 import { FAILURE } from '../core/failures';
 import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
@@ -108,6 +110,12 @@ export interface SettledCallOptions {
   probes?: boolean;
   /** Where its attempts run (core/tools/lanes.ts); absent: the activity lane. */
   lane?: LaneChoice;
+  /**
+   * The host holding its workspace (core/hosts.ts): attempts and probes run on that host's own
+   * queue, and carry the host so a worker elsewhere (a local attempt included) refuses them.
+   * Absent: the shared queue.
+   */
+  host?: WorkspaceHost;
 }
 
 export class SettledCall {
@@ -130,6 +138,10 @@ export class SettledCall {
   private readonly probes: boolean | undefined;
   /** The lane of the next attempt: the tool's, until an attempt outlives the local bound. */
   private lane: LaneChoice;
+  private readonly host: WorkspaceHost | undefined;
+  /** The activity options that send an attempt or a probe to the workspace's host (none: the shared queue). */
+  private readonly onHost: { taskQueue?: string };
+  private readonly attemptOnHost: { taskQueue?: string; scheduleToStartTimeout?: number };
 
   constructor(
     private readonly ctx: CallContext,
@@ -143,6 +155,10 @@ export class SettledCall {
     this.countProposal = options.countProposal ?? false;
     this.probes = options.probes;
     this.lane = options.lane ?? ACTIVITY_LANE;
+    this.host = options.host;
+    this.onHost = options.host ? { taskQueue: options.host.queue } : {};
+    // Only an attempt notices a queue no worker polls (a dead host): a probe may wait there.
+    this.attemptOnHost = options.host ? { ...this.onHost, scheduleToStartTimeout: HOST_WAIT_MS } : {};
   }
 
   private get state(): TrajectoryState {
@@ -157,7 +173,12 @@ export class SettledCall {
       try {
         outcome = await this.attempt();
       } catch (err) {
-        outcome = inDoubtOutcome(err);
+        if (!(this.host && isHostAway(err))) outcome = inDoubtOutcome(err);
+        else {
+          const settled = await this.awayFromHost(this.host);
+          if (!settled) continue;
+          outcome = settled;
+        }
       }
       switch (outcome.kind) {
         case 'completed':
@@ -196,20 +217,7 @@ export class SettledCall {
     const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
     this.report.attempts++;
     this.state.publish('running', `turn ${this.report.turn}: ${this.summary}`);
-    const request = {
-      key: this.key,
-      turn: this.report.turn,
-      callId: this.report.callId,
-      tool: this.report.tool,
-      args: this.args,
-      workspace: input.workspace,
-      leaseMs,
-      network: input.network ?? false,
-      ...(this.approval ? { approval: this.approval } : {}),
-      ...(input.capability ? { capability: input.capability } : {}),
-      ...(input.keyMode ? { keyMode: input.keyMode } : {}),
-      ...(this.countProposal ? { countProposal: true } : {}),
-    };
+    const request = this.request(leaseMs);
     const summary = this.attemptSummary();
     const asActivity = () =>
       executeToolCall.executeWithOptions(
@@ -222,6 +230,7 @@ export class SettledCall {
           retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
           summary,
           cancellationType: SETTLED_CANCELLATION,
+          ...this.attemptOnHost,
         },
         [request],
       );
@@ -230,7 +239,9 @@ export class SettledCall {
     // noticed by the workflow task's timeout; the task runs again elsewhere, and this attempt's
     // re-run meets the record (busy until the lease lapses, then IN_DOUBT and probed). An attempt
     // that fails otherwise (it outlived its bound, the database was away) goes on in the activity
-    // lane: its claim finds what this one left, a lease still held included.
+    // lane: its claim finds what this one left, a lease still held included. A workflow task on
+    // another host than the workspace's is refused there (SettleWrongHost, nothing claimed) and
+    // goes on the same way, to the workspace's host.
     return executeToolCallLocally
       .executeWithOptions(
         { startToCloseTimeout: this.lane.boundMs, retry: { maximumAttempts: 1 }, summary, cancellationType: SETTLED_CANCELLATION },
@@ -241,6 +252,59 @@ export class SettledCall {
         this.lane = ACTIVITY_LANE;
         return asActivity();
       });
+  }
+
+  /** The executeToolCall input of this call's next attempt. */
+  private request(leaseMs: number) {
+    const { input } = this.ctx;
+    return {
+      key: this.key,
+      turn: this.report.turn,
+      callId: this.report.callId,
+      tool: this.report.tool,
+      args: this.args,
+      workspace: input.workspace,
+      leaseMs,
+      network: input.network ?? false,
+      ...(this.approval ? { approval: this.approval } : {}),
+      ...(input.capability ? { capability: input.capability } : {}),
+      ...(input.keyMode ? { keyMode: input.keyMode } : {}),
+      ...(this.countProposal ? { countProposal: true } : {}),
+      ...(this.host ? { host: this.host.host } : {}),
+    };
+  }
+
+  /**
+   * No worker of the workspace's host took the attempt within HOST_WAIT_MS (the host is down, or
+   * its queue has no poller). The call runs only there; meanwhile one attempt on the shared queue
+   * replays a result an operator settled (`settle resolve`) or a late completion stored: a worker
+   * on another host refuses anything else (SettleWrongHost) and the call waits again (null).
+   */
+  private async awayFromHost(host: WorkspaceHost): Promise<CallOutcome<Observation> | null> {
+    this.state.publish(
+      'running',
+      `call ${this.short}… waits for host ${host.host}, which holds its workspace: no worker took it from queue ${host.queue} ` +
+        `within ${HOST_WAIT_MS / 1000} s (the host is down, or its queue has no poller). It runs only there; an operator may settle it meanwhile.`,
+    );
+    this.report.attempts++;
+    try {
+      return await executeToolCall.executeWithOptions(
+        {
+          startToCloseTimeout: '1 minute',
+          heartbeatTimeout: this.ctx.input.leaseMs ?? DEFAULT_LEASE_MS,
+          retry: { maximumAttempts: 1 },
+          summary: `${this.summary} · replay if settled (host ${host.host} away)`,
+          cancellationType: SETTLED_CANCELLATION,
+        },
+        [this.request(this.ctx.input.leaseMs ?? DEFAULT_LEASE_MS)],
+      );
+    } catch (err) {
+      const doubt = inDoubtDetails(err);
+      if (doubt) return doubt;
+      if (!isWrongHost(err)) throw err;
+      await sleep(this.maxBackoffMs);
+      return null;
+    }
   }
 
   /** What this attempt is, on the timeline: the first run, a run again after NOT_EXECUTED, or a replay of a settled result. */
@@ -356,6 +420,8 @@ export class SettledCall {
           ...PROBE_OPTIONS,
           cancellationType: SETTLED_CANCELLATION,
           summary: `probe ${this.summary} · after IN_DOUBT (gen ${generation}, round ${round + 1})`,
+          // The evidence is on the workspace's host: a probe anywhere else answers unknown.
+          ...this.onHost,
         },
         [{ key, workspace: input.workspace }],
       );
@@ -483,6 +549,20 @@ export async function applyOperatorVerdict(state: TrajectoryState, s: SettleCall
   // Histories recorded before verdicts carried a generation have none: it applies to the wait in progress.
   if (result.state !== 'IN_DOUBT') state.recordOperatorVerdict(s.key, result.generation ?? null, result.state);
   return { state: result.state };
+}
+
+/** How long an attempt waits on its workspace host's queue before the call says the host is away. */
+const HOST_WAIT_MS = 30_000;
+
+/** An attempt no worker of the workspace's host took in time (schedule-to-start timeout). */
+function isHostAway(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_START';
+}
+
+/** A worker on another host than the workspace's refused the attempt, touching nothing. */
+function isWrongHost(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure && cause.type === FAILURE.WrongHost;
 }
 
 /** The outcome an IN_DOUBT attempt failed with (executeToolCall fails it); any other failure is rethrown. */

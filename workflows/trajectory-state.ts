@@ -22,6 +22,7 @@ import type {
 } from './definitions';
 import { Patches } from './patches';
 import type { LaneChoice } from '../core/tools/lanes';
+import type { WorkspaceHost } from '../core/hosts';
 import {
   SA_IN_DOUBT_COUNT,
   SA_PENDING_APPROVALS,
@@ -56,6 +57,8 @@ export class TrajectoryState {
   private readonly turnQueue = { nextTicket: 0, serving: 0, running: 0 };
   /** The worker's lane per tool, asked once per run under PATCH_LOCAL_LANE (call-pipeline.ts lanesOf). */
   lanes: Promise<Readonly<Record<string, LaneChoice>>> | null = null;
+  /** Where the workspace lives, asked once per run under PATCH_HOST_QUEUES (call-pipeline.ts hostOf); null: no host answered. */
+  workspaceHost: Promise<WorkspaceHost | null> | null = null;
 
   constructor(
     carried?: CarriedState,

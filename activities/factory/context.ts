@@ -12,6 +12,7 @@ import type { KeyRing } from '../capability/keyring';
 import type { OperatorKeys } from '../operator/operator-keys';
 import type { WorkerPolicy } from '../worker-policy';
 import { ToolRegistry } from '../tools/registry';
+import { hostIdFor } from '../host-id';
 
 export interface ActivityDeps {
   store: EndpointStore;
@@ -37,6 +38,13 @@ export interface ActivityDeps {
    * a team workflow's calls have none, or run in the operator's `workspace` above.
    */
   runsTrajectories?: boolean;
+  /** This worker's host id (core/hosts.ts); default: SETTLE_HOST_ID, else derived (activities/host-id.ts). */
+  host?: string;
+  /**
+   * Whether this worker also polls its host's own queue (core/hosts.ts hostQueue): only such a
+   * worker tells a trajectory its workspace is here, or the workspace calls sent there would wait.
+   */
+  pollsHostQueue?: boolean;
 }
 
 export interface ActivityContext {
@@ -51,6 +59,9 @@ export interface ActivityContext {
   /** The operator's workspace for this worker's calls, when it has one (ActivityDeps.workspace). */
   ownWorkspace: string | undefined;
   runsTrajectories: boolean;
+  /** This worker's host: recorded on its workspace calls' claims; its probes see only this host's disk. */
+  host: string;
+  pollsHostQueue: boolean;
   /** Where a call runs: a trajectory's workspace; a team workflow's call (''), this worker's own when its operator named one. */
   workspaceFor(requested: string): string;
 }
@@ -64,8 +75,12 @@ export function activityContext({
   registry = new ToolRegistry([], policy.lanes ? { lanes: policy.lanes } : {}),
   workspace: ownWorkspace,
   runsTrajectories = false,
+  host = hostIdFor(policy.workspaceRoot),
+  pollsHostQueue = false,
 }: ActivityDeps): ActivityContext {
   return {
+    host,
+    pollsHostQueue,
     ownWorkspace,
     runsTrajectories,
     workspaceFor: (requested) => (requested === '' && ownWorkspace ? ownWorkspace : requested),

@@ -2,6 +2,7 @@
 import { registerToolNames } from '../observability/tool-names';
 import { capabilityActivities } from './capability';
 import { activityContext, type ActivityDeps } from './context';
+import { hostActivities } from './hosts';
 import { modelActivities } from './model';
 import { operatorActivities } from './operator';
 import { readOnlyActivities } from './read-only';
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     ...modelActivities(ctx),
     ...readOnlyActivities(ctx),
     ...operatorActivities(ctx),
+    ...hostActivities(ctx),
   };
 }
 

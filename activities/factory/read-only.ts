@@ -7,6 +7,7 @@ import { checkAccess, denied } from './access';
 import { checkedCall } from './checked-call';
 import type { ActivityContext } from './context';
 import { boundObservation } from './outcome';
+import { requireHost } from './host-check';
 
 export interface ReadOnlyCallInput {
   tool: string;
@@ -17,6 +18,8 @@ export interface ReadOnlyCallInput {
   capability?: unknown;
   /** Count this call as a valid proposal (settle_tool_calls), alongside the read. */
   proposal?: { turn: number; callId: string };
+  /** The host of the trajectory's workspace (core/hosts.ts): another host's worker refuses the read (retryable). */
+  host?: string;
 }
 
 export type ReadOnlyResult =
@@ -29,6 +32,8 @@ export function readOnlyActivities(ctx: ActivityContext) {
     /** Runs an A0 (read-only) call: no endpoint record, a retry just reads again. */
     async runReadOnlyTool(input: ReadOnlyCallInput): Promise<ReadOnlyResult> {
       const { tool, args } = checkedCall(registry, input.tool, input.args, 'read-only');
+      // Another host's disk may hold a stale copy of the workspace: not read there.
+      requireHost(ctx, input.tool, input.host);
       const audience = Context.current().info.workflowExecution?.workflowId ?? '';
       const workspace = ctx.workspaceFor(input.workspace);
       const access = await checkAccess(ctx, input.capability, {

@@ -18,6 +18,8 @@ import { checkedCall } from './checked-call';
 import { trajectoryIdOf, type ActivityContext } from './context';
 import { keySecret } from './key-secret';
 import { boundOutcome, inDoubtFailure, type LabelledOutcome } from './outcome';
+import { evidenceElsewhere, hostBound, wrongHost } from './host-check';
+import { RunsElsewhere } from '../settled/run-settled';
 
 export interface ToolCallInput {
   key: string;
@@ -43,6 +45,12 @@ export interface ToolCallInput {
    * workflow needs no bookkeeping activity of its own. Absent in histories before the fast path.
    */
   countProposal?: boolean;
+  /**
+   * The host of the trajectory's workspace, as the workflow found it (core/hosts.ts): a worker on
+   * another host refuses the call (retryable) before it claims anything. Absent in histories
+   * before hosts, and where no host was found.
+   */
+  host?: string;
 }
 
 export interface ProbeReport {
@@ -97,6 +105,13 @@ export function settledCallActivities(ctx: ActivityContext) {
         await countAlone();
         throw ApplicationFailure.nonRetryable(`key mismatch: workflow sent ${input.key}, activity derived ${key}`, FAILURE.KeyMismatch);
       }
+      // A workspace call runs only on its workspace's host: refused elsewhere before anything is
+      // claimed or touched, unless it is settled already (a stored result replays on any host).
+      if (input.host !== undefined && hostBound(ctx, input.tool) && input.host !== ctx.host) {
+        const record = await store.get(key);
+        if (record?.state !== 'COMPLETED') throw wrongHost(input.tool, input.host, ctx.host);
+        return boundOutcome({ kind: 'completed', result: record.result as Observation, replayed: true, generation: record.generation });
+      }
       const approval = approvalOf(ctx, input, { namespace: activity.info.namespace, trajectoryId, key, tool: input.tool, args });
       if (approval?.ok === false) {
         await countAlone();
@@ -140,14 +155,22 @@ export function settledCallActivities(ctx: ActivityContext) {
           ...(approval?.ok ? { claimDetail: { approval: { approver: approval.approver, reason: approval.reason } } } : {}),
           ...(input.countProposal ? { countProposal: true } : {}),
           retried: activity.info.attempt > 1,
+          ...(hostBound(ctx, input.tool) ? { host: ctx.host } : {}),
         },
-      ).then((outcome) => {
-        const labelled = boundOutcome(outcome);
-        // An IN_DOUBT attempt fails (non-retryable `SettleInDoubt`, the outcome in its details)
-        // rather than returning, so the Web UI shows it failed, not a green "Completed".
-        if (labelled.kind === 'in_doubt') throw inDoubtFailure(labelled);
-        return labelled;
-      });
+      ).then(
+        (outcome) => {
+          const labelled = boundOutcome(outcome);
+          // An IN_DOUBT attempt fails (non-retryable `SettleInDoubt`, the outcome in its details)
+          // rather than returning, so the Web UI shows it failed, not a green "Completed".
+          if (labelled.kind === 'in_doubt') throw inDoubtFailure(labelled);
+          return labelled;
+        },
+        (err: unknown) => {
+          // NOT_EXECUTED on another host: it runs again there, never here.
+          if (err instanceof RunsElsewhere) throw wrongHost(input.tool, err.host, ctx.host);
+          throw err;
+        },
+      );
     },
 
     /** The state of a key's endpoint record (UNSEEN when there is none). Read-only. */
@@ -173,6 +196,17 @@ export function settledCallActivities(ctx: ActivityContext) {
           state: record.state,
           generation: record.generation,
           settledBy: record.settledBy,
+        };
+      }
+      // A probe that cannot see the evidence answers unknown, never "not applied".
+      const elsewhere = evidenceElsewhere(ctx, record);
+      if (elsewhere) {
+        return {
+          verdict: 'unknown',
+          detail: elsewhere.detail,
+          state: record.state,
+          generation: record.generation,
+          ...(elsewhere.final ? { final: true } : {}),
         };
       }
       const workspace = ctx.workspaceFor(input.workspace);

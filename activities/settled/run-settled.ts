@@ -38,6 +38,19 @@ export interface RunOptions {
   countProposal?: boolean;
   /** Temporal retried this attempt (the previous one never reported): see PrepareContext. */
   retried?: boolean;
+  /**
+   * For a tool whose effect lives in a workspace: this worker's host (core/hosts.ts), recorded on
+   * the claim. A record another host claimed is neither run again nor probed here.
+   */
+  host?: string;
+}
+
+/** The call's workspace is on another host (the record names it): nothing was claimed or touched here. */
+export class RunsElsewhere extends Error {
+  override readonly name = 'RunsElsewhere';
+  constructor(readonly host: string) {
+    super(`its record names host ${host}`);
+  }
 }
 
 export async function runSettled<Args, Intent, Result>(
@@ -76,6 +89,7 @@ export async function runSettled<Args, Intent, Result>(
     ...(options.claimDetail ? { detail: options.claimDetail } : {}),
     ...(plan.kind === 'proceed' ? { intent: plan.intent } : {}),
     ...(options.countProposal ? { countProposal: true } : {}),
+    ...(options.host !== undefined ? { host: options.host } : {}),
   };
   let claim: ClaimResult;
   try {
@@ -96,6 +110,8 @@ export async function runSettled<Args, Intent, Result>(
   if (claim.kind !== 'claimed') await discard();
   const ref: CallRef = { trajectoryId: call.trajectoryId, turn: call.turn, callId: call.callId, key: call.key, tool: call.tool };
   switch (claim.kind) {
+    case 'elsewhere':
+      throw new RunsElsewhere(claim.host);
     case 'completed':
       emitCallEvent({ event: 'replayed', generation: claim.record.generation, ...ref });
       return { kind: 'completed', result: claim.record.result as Result, replayed: true, generation: claim.record.generation };
@@ -107,8 +123,9 @@ export async function runSettled<Args, Intent, Result>(
       const cause = claim.leaseExpiredNow ? 'lease_expired' : 'found_in_doubt';
       emitCallEvent({ event: 'in_doubt', generation: claim.record.generation, cause, detail, ...ref });
       // This claim found the holder gone: probe now, here, rather than after a workflow round trip.
-      // Best effort — the workflow probes anyway, and then finds the record settled.
-      if (claim.leaseExpiredNow) {
+      // Best effort — the workflow probes anyway, and then finds the record settled. Never for a
+      // workspace call whose executor ran on another host: this disk does not hold its evidence.
+      if (claim.leaseExpiredNow && (options.host === undefined || claim.record.host === options.host)) {
         await probeRecord(store, tool, call.args, claim.record, env).catch((err: unknown) => {
           console.warn(`settle: probe of ${call.tool} ${call.key.slice(0, 8)}… after its lease lapsed failed: ${errorMessage(err)}`);
         });

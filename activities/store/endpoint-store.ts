@@ -29,6 +29,8 @@ export interface EndpointRecord extends ClaimRequest {
   /** Database clock. Set only while IN_FLIGHT. */
   leaseUntil: Date | null;
   holder: string | null;
+  /** The host whose executor claimed this generation, for a workspace tool (core/hosts.ts); else null. */
+  host: string | null;
   intent: unknown;
   result: unknown;
   detail: string | null;
@@ -74,6 +76,11 @@ export interface ClaimOptions {
   intent?: unknown;
   /** Count the call as a valid proposal in settle_tool_calls (once per call) in the same statement. */
   countProposal?: boolean;
+  /**
+   * The claiming worker's host, for a tool whose effect lives in a workspace: recorded on the
+   * claim, and a NOT_EXECUTED record another host claimed is not run here (`elsewhere`).
+   */
+  host?: string;
 }
 
 export type ClaimResult =
@@ -84,7 +91,9 @@ export type ClaimResult =
   /** Someone else holds a live lease. */
   | { kind: 'busy'; generation: number; leaseUntil: Date }
   /** Unknown effect: refuse until settled. `leaseExpiredNow` = this claim turned it IN_DOUBT. */
-  | { kind: 'in_doubt'; record: EndpointRecord; leaseExpiredNow: boolean };
+  | { kind: 'in_doubt'; record: EndpointRecord; leaseExpiredNow: boolean }
+  /** NOT_EXECUTED, but its workspace is on `host`, not this claimer's: nothing claimed here. */
+  | { kind: 'elsewhere'; host: string; generation: number };
 
 /** A fenced write either applied, or was refused because the record is no longer in that state/generation. */
 /** What a fenced-out writer learns of the record it lost: its state, generation and who settled it. */
@@ -200,6 +209,7 @@ export class EndpointStore {
       extra: JSON.stringify(options.detail ?? {}),
       intent: options.intent === undefined ? null : JSON.stringify(options.intent),
       count_proposal: options.countProposal ? 1 : 0,
+      host: options.host ?? null,
     });
     const claimed = rows[0];
 
@@ -231,6 +241,9 @@ export class EndpointStore {
       case 'IN_FLIGHT':
         return { kind: 'busy', generation: current.generation, leaseUntil: current.leaseUntil! };
       case 'NOT_EXECUTED':
+        if (current.host !== null && current.host !== (options.host ?? null)) {
+          return { kind: 'elsewhere', host: current.host, generation: current.generation };
+        }
         // Raced with a settlement to NOT_EXECUTED after our statement: claim again.
         return this.claim(request, options);
     }
@@ -441,6 +454,7 @@ function toRecord(row: EndpointRecordRow): EndpointRecord {
     generation: row.generation,
     leaseUntil: row.lease_until,
     holder: row.holder,
+    host: row.host ?? null,
     intent: row.intent,
     result: row.result,
     detail: row.detail,

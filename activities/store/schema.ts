@@ -20,6 +20,8 @@ export interface EndpointRecordsTable {
   generation: number;
   lease_until: ColumnType<Date | null, Date | null, Date | null>;
   holder: string | null;
+  /** The host of the claim's executor, for a workspace tool (migrations/0005); null otherwise. */
+  host: string | null;
   intent: ColumnType<unknown, string | null, string | null>;
   result: ColumnType<unknown, string | null, string | null>;
   detail: string | null;

@@ -39,6 +39,8 @@ export interface ClaimParams extends Record<string, string | number | null> {
   intent: string | null;
   /** 1: also count this call as a valid proposal (settle_tool_calls, once per call); 0: do not. */
   count_proposal: number;
+  /** The claiming worker's host, for a workspace tool (core/hosts.ts); null for any other. */
+  host: string | null;
 }
 
 /**
@@ -68,6 +70,7 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
               generation: 1,
               lease_until: leaseFromNow(p.lease_ms),
               holder: p.holder,
+              host: sql`${p.host}::text`,
               intent: sql`${p.intent}::jsonb`,
             })
             .onConflict((oc) =>
@@ -90,6 +93,8 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                       .end(),
                     lease_until: eb.case().when(wasNotExecuted).then(eb.ref('excluded.lease_until')).else(null).end(),
                     holder: eb.case().when(wasNotExecuted).then(eb.ref('excluded.holder')).else(null).end(),
+                    // The executor's host, for the probe of this generation: the old one's stays until then.
+                    host: eb.case().when(wasNotExecuted).then(eb.ref('excluded.host')).else(eb.ref(`${RECORDS}.host`)).end(),
                     intent: eb
                       .case()
                       .when(wasNotExecuted)
@@ -102,7 +107,12 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                 })
                 .where((eb) =>
                   eb.or([
-                    eb(`${RECORDS}.state`, '=', sql.lit('NOT_EXECUTED')),
+                    // A workspace call runs again only on the host it ran on (its workspace's):
+                    // another host's claim leaves it NOT_EXECUTED (EndpointStore.claim: elsewhere).
+                    eb.and([
+                      eb(`${RECORDS}.state`, '=', sql.lit('NOT_EXECUTED')),
+                      sql<SqlBool>`coalesce(${sql.ref(`${RECORDS}.host`)} = excluded.host, ${sql.ref(`${RECORDS}.host`)} is null)`,
+                    ]),
                     eb.and([eb(`${RECORDS}.state`, '=', sql.lit('IN_FLIGHT')), eb(`${RECORDS}.lease_until`, '<=', now)]),
                   ]),
                 ),
@@ -185,7 +195,7 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
         )
         .selectFrom('claimed')
         .selectAll(),
-    ['key', 'trajectory_id', 'turn', 'call_id', 'tool', 'args', 'lease_ms', 'holder', 'actor', 'extra', 'intent', 'count_proposal'],
+    ['key', 'trajectory_id', 'turn', 'call_id', 'tool', 'args', 'lease_ms', 'holder', 'actor', 'extra', 'intent', 'count_proposal', 'host'],
   );
 }
 

@@ -10,7 +10,7 @@ import { accessFor } from '../../core/capability/access';
 import { SPAWN_SUBAGENT, spawnSubagentArgs } from '../../core/capability/subagent';
 import type { Observation } from '../../core/observation';
 import { BASH_EXECUTE, bashExecuteArgs } from '../../core/tools/bash-execute';
-import { CATALOG, type ToolName } from '../../core/tools/catalog';
+import { CATALOG, WORKSPACE_FREE_TOOLS, type ToolName } from '../../core/tools/catalog';
 import { compensationFor } from '../../core/tools/compensation';
 import { FILE_EDIT, fileEditArgs } from '../../core/tools/file-edit';
 import { FILE_VIEW, fileViewArgs } from '../../core/tools/file-view';
@@ -138,7 +138,7 @@ export const spawnSubagentTool = lazy(() =>
  * The built-ins a team's own workflow may call through settled() (workflows/team-calls.ts): they
  * need no workspace, only a capability. The file and shell tools need a trajectory's workspace.
  */
-export const WORKSPACE_FREE_BUILT_INS: ReadonlySet<string> = new Set([HTTP_REQUEST]);
+export const WORKSPACE_FREE_BUILT_INS: ReadonlySet<string> = WORKSPACE_FREE_TOOLS;
 
 /**
  * The built-ins a team's workflow may call, as a type: `settled<typeof teamTools | BuiltIns>()`

@@ -77,6 +77,14 @@ export const CATALOG = {
 
 export type ToolName = keyof typeof CATALOG;
 
+/** The catalog's tools that need no workspace: every other one reads or changes a workspace on one host's disk. */
+export const WORKSPACE_FREE_TOOLS: ReadonlySet<string> = new Set([HTTP_REQUEST]);
+
+/** Whether calls of `tool` (a catalog tool) touch its trajectory's workspace: they run on the workspace's host (core/hosts.ts). */
+export function usesWorkspace(tool: string): boolean {
+  return isToolName(tool) && !WORKSPACE_FREE_TOOLS.has(tool);
+}
+
 export function isToolName(name: string): name is ToolName {
   return Object.prototype.hasOwnProperty.call(CATALOG, name);
 }
