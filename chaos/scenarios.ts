@@ -308,5 +308,5 @@ export const QUICK: Scenario[] = [
   },
   teamTools({ ...small, orchestrated: 12, scripted: 12 }, 40_000),
   mcpGateway({ workers: 2, orchestrated: 9, scripted: 9, spreadMs: 30_000, timeoutMs: 5 * 60_000 }, 40_000),
-  rollingDeploy(small, 40_000),
+  rollingDeploy(small, 60_000),
 ];

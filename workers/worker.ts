@@ -43,8 +43,9 @@ async function main(): Promise<void> {
   const log = (line: string) => observability.log('info', `settle worker: ${line}`);
   const warn = (line: string) => observability.log('warn', line);
   // How the record store and Temporal are reached, one line each (a warning, with its fix, when unsafe).
-  for (const { level, line } of [databaseTlsFinding(readDatabaseTls(databaseUrl, process.env)), temporalTlsFinding(loadTemporalTarget())])
+  for (const { level, line } of [databaseTlsLine(databaseUrl), temporalTlsFinding(loadTemporalTarget())])
     observability.log(level === 'ok' ? 'info' : 'warn', `settle worker: ${line}`);
+
   let recordStoreChecked: PoolingMode | undefined;
   for (let attempt = 0; ; attempt++) {
     await waitForDatabase(databaseUrl, log);
@@ -78,6 +79,18 @@ async function main(): Promise<void> {
   await worker.run();
   await observability.close();
   observability.log('info', 'settle worker: stopped');
+}
+
+/** DATABASE_URL's TLS line; a string that is not a URL (pg reads some) is said to be unread, not fatal here. */
+function databaseTlsLine(url: string): ReturnType<typeof databaseTlsFinding> {
+  try {
+    return databaseTlsFinding(readDatabaseTls(url, process.env));
+  } catch {
+    return {
+      level: 'warn',
+      line: 'database tls: DATABASE_URL is not a URL, so its TLS settings were not read: use postgres://…?sslmode=verify-full',
+    };
+  }
 }
 
 main().catch((err) => {

@@ -38,14 +38,7 @@ function onDuty(): OnDuty {
 }
 
 export type FaultKind =
-  | 'sigkill'
-  | 'zombie'
-  | 'failpoint-kill'
-  | 'worker-crash'
-  | 'postgres-fast'
-  | 'postgres-crash'
-  | 'temporal-restart'
-  | 'rolling-replace';
+  'sigkill' | 'zombie' | 'failpoint-kill' | 'worker-crash' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart' | 'rolling-replace';
 
 export interface Fault {
   kind: FaultKind;
