@@ -90,6 +90,14 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       .select(sql<string | null>`extract(epoch from now() - min(updated_at))`.as('age'))
       .executeTakeFirstOrThrow();
     metrics.oldestInDoubt.set({}, Math.max(0, Number(age ?? 0)));
+    // A lapsed lease nothing swept (no worker's sweeper runs): unknown since the lease expired, as IN_DOUBT would be.
+    const { lapsed } = await db
+      .selectFrom('settle_endpoint_records')
+      .where('state', '=', 'IN_FLIGHT')
+      .where('lease_until', '<', sql<Date>`now()`)
+      .select(sql<string | null>`extract(epoch from now() - min(lease_until))`.as('lapsed'))
+      .executeTakeFirstOrThrow();
+    metrics.oldestLapsedLease.set({}, Math.max(0, Number(lapsed ?? 0)));
     const temporal = await temporalClient();
     const [approvals, operator] = await Promise.all([oldestWaits(temporal, 'approval'), oldestWaits(temporal, 'operator')]);
     metrics.approvalsPending.set({}, approvals.trajectories);

@@ -98,7 +98,12 @@ export class SettleMetrics {
   readonly oldestInDoubt = new Family(
     'settle_oldest_in_doubt_age_seconds',
     'gauge',
-    'Age of the oldest IN_DOUBT record, since it last changed (database clock); 0 when none.',
+    'Age of the oldest IN_DOUBT record, since its effect became unknown (its lease expired, or its executor failed; database clock); 0 when none.',
+  );
+  readonly oldestLapsedLease = new Family(
+    'settle_oldest_lapsed_lease_age_seconds',
+    'gauge',
+    'Age of the oldest IN_FLIGHT record whose lease lapsed (no lease sweeper has turned it IN_DOUBT), since the lease expired (database clock); 0 when none.',
   );
   readonly oldestApproval = new Family(
     'settle_oldest_approval_wait_age_seconds',
@@ -133,6 +138,7 @@ export class SettleMetrics {
     this.operatorWaits,
     this.inDoubtRecords,
     this.oldestInDoubt,
+    this.oldestLapsedLease,
     this.oldestApproval,
     this.oldestOperatorWait,
   ];
