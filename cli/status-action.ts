@@ -9,6 +9,7 @@ import { deadlineExceeded, trajectoryStatusReport, type TrajectoryStatusReport }
 import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { databaseConfigured, withStatusReads, withStore } from './connections';
 import { formatTable } from './table';
+import { formatAge, leaseLapsed, standingSince } from '../core/record-age';
 import { UsageError } from './usage-error';
 import { printable, printableLines } from './terminal-text';
 import { approvalArgsText } from './approval-args';
@@ -65,17 +66,20 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
     if (records.note) console.log(records.note);
     else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
     else {
+      const now = Date.now();
       console.log(
         formatTable(
-          ['turn', 'call', 'tool', 'key', 'state', 'gen', 'updated'],
+          ['turn', 'call', 'tool', 'key', 'state', 'gen', 'age', 'since'],
           records.rows!.map((r) => [
             String(r.turn),
             r.callId,
             r.tool,
             r.key.slice(0, 16),
-            r.state,
+            leaseLapsed(r, now) ? 'IN_FLIGHT (lease lapsed)' : r.state,
             String(r.generation),
-            r.updatedAt.toISOString(),
+            // From when its effect became unknown (a lapsed lease's expiry), not from a sweep's write.
+            formatAge(now - standingSince(r, now).getTime()),
+            standingSince(r, now).toISOString(),
           ]),
         ),
       );
