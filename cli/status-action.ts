@@ -10,6 +10,7 @@ import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { databaseConfigured, withStatusReads, withStore } from './connections';
 import { formatTable } from './table';
 import { formatAge, leaseLapsed, standingSince } from '../core/record-age';
+import { trajectoryStateLabel } from '../core/trajectory-state-label';
 import { UsageError } from './usage-error';
 import { printable, printableLines } from './terminal-text';
 import { approvalArgsText } from './approval-args';
@@ -48,12 +49,13 @@ async function recordsOf(id: string): Promise<{ rows: EndpointRecord[] | null; n
 
 function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRecord[] | null; note: string | null } | null): void {
   console.log(
-    `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
+    // A terminated run keeps the last settle status its workflow wrote: it reads "TERMINATED (ended while running)".
+    `${printable(status.trajectoryId)}: ${printable(trajectoryStateLabel(status.runStatus, status.status))} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
   );
   if (status.summary) console.log(`summary: ${printable(status.summary)}`);
   if (status.subAgents.length) {
     console.log(
-      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${a.runStatus} · ${printable(a.status ?? '-')})`).join(', ')}`,
+      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${printable(trajectoryStateLabel(a.runStatus, a.status))})`).join(', ')}`,
     );
   }
   if (records) {

@@ -54,10 +54,15 @@ export type CallEvent =
       event: 'settled';
       key: string;
       generation: number;
+      trajectoryId: string;
+      turn: number;
+      callId: string;
       by: 'probe' | 'operator';
       verdict: 'applied' | 'not_applied' | 'partial';
       state: string;
       actor: string;
+      /** The probe's finding or the operator's stated reason. */
+      reason: string;
     };
 
 type Sink = (e: CallEvent) => void;

@@ -260,10 +260,14 @@ export async function applyProbe<Result>(
       event: 'settled',
       key: record.key,
       generation: record.generation,
+      trajectoryId: record.trajectoryId,
+      turn: record.turn,
+      callId: record.callId,
       by: 'probe',
       verdict: verdict.verdict,
       state: write.record.state,
       actor,
+      reason: verdict.detail,
     });
     return { state: write.record.state, applied: true };
   }

@@ -1,6 +1,7 @@
 /**
  * With no worker polling a trajectory's task queue, `settle approve` answers in one line naming
- * the queue, at once — not a bare `9 FAILED_PRECONDITION` after the query's deadline.
+ * the queue, at once — not a bare `9 FAILED_PRECONDITION` after the query's deadline. Terminated,
+ * that trajectory's `settle status` reads terminated, not the "running" its workflow last wrote.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -45,5 +46,12 @@ describe('settle approve with no worker', () => {
       `settle: no worker polls task queue ${JSON.stringify(taskQueue)}: trajectory ${id} cannot take an approval until one does (start one: npm run worker, or settle dev)\n`,
     );
     expect(approved.code).toBe(2);
+
+    // Terminated from outside, it keeps the settle status its workflow last wrote: it reads terminated, not "running".
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    await new Client({ connection }).workflow.getHandle(id).terminate('on call: abandoned');
+    await connection.close();
+    const status = await runSettle(['status', id], { env: { ...env, DATABASE_URL: inject('databaseUrl') } });
+    expect(status.stdout.split('\n')[0]).toMatch(new RegExp(`^${id}: TERMINATED \\(ended while running\\) · in doubt 0 · pending approvals 0$`));
   });
 });
