@@ -12,9 +12,7 @@ export function workerEventLine(event: WorkerEvent): string {
   }
   // The truth about who is left: with none, nothing polls until the restart.
   const left =
-    event.running === 0
-      ? 'no worker is running: nothing polls until it is back'
-      : `${event.running} of ${event.count} still running`;
+    event.running === 0 ? 'no worker is running: nothing polls until it is back' : `${event.running} of ${event.count} still running`;
   const seconds = Math.round(event.restartInMs / 100) / 10;
   return jsonLine('warn', `settle dev: worker ${event.pid} ended (${event.how}); ${left}; restarting it in ${seconds} s`, {
     pid: event.pid,

@@ -19,7 +19,6 @@ import { devOperatorKey, devOperatorKeys, devWorkerOperatorKeys } from './operat
 import { startWorkerProcesses, WORKER_DRAIN_MS, type WorkerProcesses } from '../stack/worker-processes';
 import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
 import { OPERATOR_KEYS_VARIABLE } from '../activities/operator/operator-keys';
-import { jsonLine } from '../activities/observability/log';
 import { metricsPortFromEnv } from '../workers/metrics-server';
 import { workerEventLine } from './dev-worker-events';
 import { metricsHost, workerMetricsPorts, writeScrapeTargets, removeScrapeTargets, SCRAPE_TARGETS_FILE } from './dev-scrape-targets';

@@ -98,7 +98,12 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                       .end(),
                     detail: eb.case().when(wasNotExecuted).then(null).else(sql.lit(LAPSED_DETAIL)).end(),
                     // A lapsed lease's record is IN_DOUBT since its lease expired (its holder's last word), not since this claim noticed.
-                    updated_at: eb.case().when(wasNotExecuted).then(now).else(sql<Date>`${sql.ref(`${RECORDS}.lease_until`)}`).end(),
+                    updated_at: eb
+                      .case()
+                      .when(wasNotExecuted)
+                      .then(now)
+                      .else(sql<Date>`${sql.ref(`${RECORDS}.lease_until`)}`)
+                      .end(),
                   };
                 })
                 .where((eb) =>

@@ -93,7 +93,8 @@ describe('settle dev --workers', { timeout: 600_000 }, () => {
         });
         return (response.pollers ?? []).map((p) => p.identity ?? '');
       };
-      const polling = (pid: number) => until(async () => (await pollers()).some((id) => id.endsWith(`:${pid}`)), `a poller from pid ${pid}`, 120_000);
+      const polling = (pid: number) =>
+        until(async () => (await pollers()).some((id) => id.endsWith(`:${pid}`)), `a poller from pid ${pid}`, 120_000);
       // Both poll the task queue: two pollers, one per process (the identity names its pid).
       for (const pid of pids) await polling(pid);
       for (const target of group!.targets) await until(() => scrape(target), `metrics at ${target}`, 60_000);
@@ -117,7 +118,11 @@ describe('settle dev --workers', { timeout: 600_000 }, () => {
       const before = out.length;
       process.kill(second, 'SIGKILL');
       process.kill(pids[1]!, 'SIGKILL');
-      await until(async () => out.slice(before).includes('no worker is running: nothing polls until it is back'), 'the none-left line', 60_000);
+      await until(
+        async () => out.slice(before).includes('no worker is running: nothing polls until it is back'),
+        'the none-left line',
+        60_000,
+      );
       expect(out).not.toContain('the others keep polling');
       await until(async () => (out.slice(before).match(/restarted as pid/g) ?? []).length === 2, 'both restarted', 90_000);
       const now = [...out.slice(before).matchAll(/restarted as pid (\d+)/g)].map((m) => Number(m[1]));

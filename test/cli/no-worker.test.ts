@@ -52,6 +52,8 @@ describe('settle approve with no worker', () => {
     await new Client({ connection }).workflow.getHandle(id).terminate('on call: abandoned');
     await connection.close();
     const status = await runSettle(['status', id], { env: { ...env, DATABASE_URL: inject('databaseUrl') } });
-    expect(status.stdout.split('\n')[0]).toMatch(new RegExp(`^${id}: TERMINATED \\(ended while running\\) · in doubt 0 · pending approvals 0$`));
+    expect(status.stdout.split('\n')[0]).toMatch(
+      new RegExp(`^${id}: TERMINATED \\(ended while running\\) · in doubt 0 · pending approvals 0$`),
+    );
   });
 });
