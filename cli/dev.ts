@@ -1,8 +1,9 @@
 /**
  * `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. With
- * `--workers N` the workers are N processes of their own (a kill drill is `kill -9 PID`), ended
- * with `settle dev` however it ends (stack/worker-processes.ts); without it, one worker runs
- * inside this process. Ctrl-C stops the workers first (they drain: a call in flight finishes and
+ * `--workers N` the workers are N processes of their own (a kill drill is `kill -9 PID`), each
+ * started again when it dies and ended with `settle dev` however it ends
+ * (stack/worker-processes.ts); without it, one worker runs inside this process. More workers join
+ * from the settings file (`npm run worker` without DATABASE_URL: workers/dev-join.ts). Ctrl-C stops the workers first (they drain: a call in flight finishes and
  * writes its record), then Temporal, then PostgreSQL.
  */
 import { startStack } from '../stack/index';

@@ -39,7 +39,7 @@ export interface WorkerProcesses {
 }
 
 /** The worker's entry: its TypeScript source through tsx in a checkout, the compiled file in the package. */
-export function workerCommand(): string[] {
+function workerCommand(): string[] {
   const source = fileURLToPath(new URL('../workers/worker.ts', import.meta.url));
   if (fs.existsSync(source)) return ['--import', 'tsx', source];
   return [fileURLToPath(new URL('../workers/worker.js', import.meta.url))];
