@@ -17,12 +17,26 @@ import { approvalArgsText } from './approval-args';
 
 export async function trajectoryStatus(id: string, opts: { json: boolean }): Promise<void> {
   await withStatusReads(async (reads) => {
+    let unreachable: string | null = null;
     const status = await trajectoryStatusReport(reads, id).catch((err: Error) => {
-      if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
       if ((err as { code?: unknown }).code === GRPC_NOT_FOUND)
         throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
-      throw new UsageError(`TEMPORAL_ADDRESS: Temporal did not describe ${JSON.stringify(id)} (${err.message})`);
+      unreachable = deadlineExceeded(err)
+        ? `Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`
+        : `Temporal is unreachable (${err.message.split('\n')[0]})`;
+      return null;
     });
+    if (!status) {
+      // Temporal down: the trajectory's own state is unknown, but PostgreSQL still has its records.
+      const records = await recordsOf(id);
+      if (opts.json) console.log(JSON.stringify({ trajectoryId: id, temporal: unreachable, records: records.rows ?? null }, null, 2));
+      else {
+        console.log(`${printable(id)}: ${unreachable}: its state is unknown. What its endpoint records say:`);
+        printRecords(records);
+      }
+      process.exitCode = 1;
+      return;
+    }
     // No worker, or no answer: the records are what is known (the workflow cannot be asked).
     const records = status.unanswered || (!status.workerPolling && status.runStatus !== 'COMPLETED') ? await recordsOf(id) : null;
     if (opts.json) {
@@ -65,27 +79,7 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
         : `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
             '(start one: npm run worker, or settle dev). What its endpoint records say:',
     );
-    if (records.note) console.log(records.note);
-    else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
-    else {
-      const now = Date.now();
-      console.log(
-        formatTable(
-          ['turn', 'call', 'tool', 'key', 'state', 'gen', 'age', 'since'],
-          records.rows!.map((r) => [
-            String(r.turn),
-            r.callId,
-            r.tool,
-            r.key.slice(0, 16),
-            leaseLapsed(r, now) ? 'IN_FLIGHT (lease lapsed)' : r.state,
-            String(r.generation),
-            // From when its effect became unknown (a lapsed lease's expiry), not from a sweep's write.
-            formatAge(now - standingSince(r, now).getTime()),
-            standingSince(r, now).toISOString(),
-          ]),
-        ),
-      );
-    }
+    printRecords(records);
     return;
   }
   if (status.waitingFor) console.log(`waiting for: ${printableLines(status.waitingFor)}`);
@@ -120,6 +114,31 @@ function printApprovals(status: TrajectoryStatusReport): void {
   for (const a of status.approvals) {
     console.log(
       `waiting for approval: ${a.key.slice(0, 16)} turn ${a.turn} call ${printable(a.callId)} ${printable(a.tool)} ${approvalArgsText(a.args)}`,
+    );
+  }
+}
+
+/** A trajectory's endpoint records, aged from when each one's effect became unknown; or why they cannot be shown. */
+function printRecords(records: { rows: EndpointRecord[] | null; note: string | null }): void {
+  if (records.note) console.log(records.note);
+  else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
+  else {
+    const now = Date.now();
+    console.log(
+      formatTable(
+        ['turn', 'call', 'tool', 'key', 'state', 'gen', 'age', 'since'],
+        records.rows!.map((r) => [
+          String(r.turn),
+          r.callId,
+          r.tool,
+          r.key.slice(0, 16),
+          leaseLapsed(r, now) ? 'IN_FLIGHT (lease lapsed)' : r.state,
+          String(r.generation),
+          // From when its effect became unknown (a lapsed lease's expiry), not from a sweep's write.
+          formatAge(now - standingSince(r, now).getTime()),
+          standingSince(r, now).toISOString(),
+        ]),
+      ),
     );
   }
 }

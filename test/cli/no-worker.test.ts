@@ -8,10 +8,14 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { runSettle } from '../support/cli';
-import { tempWorkspace, uniqueId } from '../support/env';
+import crypto from 'node:crypto';
+import { openTestDb, tempWorkspace, testStore, uniqueId } from '../support/env';
 
 const started: string[] = [];
+const db = openTestDb(1);
+const store = testStore(db);
 afterAll(async () => {
+  await db.destroy();
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const client = new Client({ connection });
   for (const id of started)
@@ -55,5 +59,25 @@ describe('settle approve with no worker', () => {
     expect(status.stdout.split('\n')[0]).toMatch(
       new RegExp(`^${id}: TERMINATED \\(ended while running\\) · in doubt 0 · pending approvals 0$`),
     );
+  });
+});
+
+describe('settle status with Temporal unreachable', () => {
+  it('says so in one line and shows the endpoint records from PostgreSQL, exit 1', async () => {
+    const trajectoryId = uniqueId('no-temporal');
+    const key = crypto.randomBytes(32).toString('hex');
+    await store.claim({ key, trajectoryId, turn: 0, callId: 'c', tool: 'file_edit', args: {} }, { leaseMs: 60_000, holder: 'cli-test' });
+    await store.markInDoubt(key, 1, 'test: effect unknown', 'worker:cli-test');
+    // Nothing listens on port 1.
+    const status = await runSettle(['status', trajectoryId], {
+      env: { TEMPORAL_ADDRESS: '127.0.0.1:1', DATABASE_URL: inject('databaseUrl') },
+    });
+    const lines = status.stdout.split('\n');
+    expect(lines[0]).toMatch(
+      new RegExp(`^${trajectoryId}: Temporal is unreachable \\(.+\\): its state is unknown\\. What its endpoint records say:$`),
+    );
+    expect(lines[1]).toMatch(/^turn +call +tool +key +state +gen +age +since$/);
+    expect(lines[2]).toMatch(new RegExp(`^0 +c +file_edit +${key.slice(0, 16)} +IN_DOUBT +1 +\\d+s `));
+    expect(status.code).toBe(1);
   });
 });
