@@ -8,9 +8,12 @@ import { devWorkerOperatorKeys } from '../cli/operator-key';
 import { loadOperatorSigner, OPERATOR_KEYS_VARIABLE } from '../activities/operator/operator-keys';
 import { loadTemporalTarget } from '../client/connection';
 
-/** Fills `env` from a running settle dev when DATABASE_URL is unset; returns where it came from, or null. */
+/**
+ * Fills `env` from a running settle dev when DATABASE_URL is unset; returns where it came from, or
+ * null. Set, even empty, it is the operator's choice: an empty one is refused, never replaced.
+ */
 export function joinDevStack(env: NodeJS.ProcessEnv = process.env): string | null {
-  if (env.DATABASE_URL) return null;
+  if (env.DATABASE_URL !== undefined) return null;
   const dev = readDevSettings();
   if (!dev) return null;
   env.DATABASE_URL = dev.databaseUrl;
