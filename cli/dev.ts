@@ -1,8 +1,9 @@
 /**
  * `settle dev`: the stack plus a worker, up until Ctrl-C, with the settings printed. With
- * `--workers N` the workers are N processes of their own (a kill drill is `kill -9 PID`), ended
- * with `settle dev` however it ends (stack/worker-processes.ts); without it, one worker runs
- * inside this process. Ctrl-C stops the workers first (they drain: a call in flight finishes and
+ * `--workers N` the workers are N processes of their own (a kill drill is `kill -9 PID`), each
+ * started again when it dies and ended with `settle dev` however it ends
+ * (stack/worker-processes.ts); without it, one worker runs inside this process. More workers join
+ * from the settings file (`npm run worker` without DATABASE_URL: workers/dev-join.ts). Ctrl-C stops the workers first (they drain: a call in flight finishes and
  * writes its record), then Temporal, then PostgreSQL.
  */
 import { startStack } from '../stack/index';
@@ -15,12 +16,13 @@ import { SettleClient } from '../client/index';
 import { startConsole } from './console/server';
 import { CONSOLE_URL_FILE, removeConsoleUrl, writeConsoleUrl } from './console/url-file';
 import { DEV_SETTINGS_FILE, removeDevSettings, writeDevSettings } from './dev-settings';
-import { devOperatorKey, devOperatorKeys } from './operator-key';
+import { devOperatorKey, devOperatorKeys, devWorkerOperatorKeys } from './operator-key';
 import { startWorkerProcesses, WORKER_DRAIN_MS, type WorkerProcesses } from '../stack/worker-processes';
 import { GracefulShutdownPeriodExpiredError } from '@temporalio/worker';
-import { OPERATOR_KEYS_VARIABLE, publicEntry, type OperatorSigner } from '../activities/operator/operator-keys';
-import { jsonLine } from '../activities/observability/log';
-import fs from 'node:fs';
+import { OPERATOR_KEYS_VARIABLE, publicEntry } from '../activities/operator/operator-keys';
+import { metricsPortFromEnv } from '../workers/metrics-server';
+import { workerEventLine } from './dev-worker-events';
+import { metricsHost, workerMetricsPorts, writeScrapeTargets, removeScrapeTargets, SCRAPE_TARGETS_FILE } from './dev-scrape-targets';
 
 export interface DevOptions {
   /** Run this many workers as separate processes instead of one inside this process. */
@@ -30,6 +32,7 @@ export interface DevOptions {
 export async function runDev(log: (line: string) => void, options: DevOptions = {}): Promise<number> {
   const stack = await startStack({ log, persistent: true });
   let processes: WorkerProcesses | null = null;
+  let metricsPorts: number[] = [];
   try {
     // The development operator key: its public half for the workers, the file for the CLI (dev settings).
     const operatorKey = devOperatorKey();
@@ -52,18 +55,20 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
           })
         : null;
     if (options.workers !== undefined) {
+      const metricsBase = metricsPortFromEnv();
+      metricsPorts = metricsBase === null ? [] : await workerMetricsPorts(metricsBase, options.workers, metricsHost());
       processes = startWorkerProcesses(
         options.workers,
-        {
+        (slot) => ({
           TEMPORAL_ADDRESS: stack.temporal.address,
           TEMPORAL_NAMESPACE: stack.temporal.namespace,
           TEMPORAL_TASK_QUEUE: DEFAULT_TASK_QUEUE,
           DATABASE_URL: stack.databaseUrl,
-          [OPERATOR_KEYS_VARIABLE]: workerOperatorKeys(operatorKey.signer),
-          // One port each: the workers print theirs on their `polling` line.
-          ...(process.env.SETTLE_METRICS_PORT ? { SETTLE_METRICS_PORT: '0' } : {}),
-        },
-        (pid, how) => console.log(jsonLine('warn', `settle dev: worker ${pid} ended (${how}); the others keep polling`, { pid })),
+          [OPERATOR_KEYS_VARIABLE]: devWorkerOperatorKeys(operatorKey.signer),
+          // Worker i on base+i: the same port after a restart, so a scrape config stays right (0: any free port).
+          ...(metricsBase !== null ? { SETTLE_METRICS_PORT: String(metricsPorts[slot]) } : {}),
+        }),
+        (event) => console.log(workerEventLine(event)),
       );
     }
     const settings = {
@@ -76,6 +81,13 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
       operatorKeyFile: operatorKey.file,
     };
     writeDevSettings(settings);
+    // Prometheus finds the workers' endpoints here (file_sd), the same ports after a restart.
+    const scrapeTargets = processes
+      ? metricsPorts.map((port) => `${metricsHost()}:${port}`)
+      : observability?.metricsUrl
+        ? [new URL(observability.metricsUrl).host]
+        : [];
+    if (scrapeTargets.length) writeScrapeTargets(scrapeTargets);
     // The console, signing with the development key: its own connections, closed after the worker.
     const consoleDb = openDatabase(stack.databaseUrl, { max: 2 });
     const consoleClient = await SettleClient.connect({
@@ -109,9 +121,10 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
         processes
           ? `  workers              ${processes.pids.length} processes, pids ${processes.pids.join(' ')} (a kill drill: kill -9 PID; they end with settle dev)`
           : `  worker               in this process (settle dev --workers N runs N worker processes)`,
-        processes
-          ? `  metrics              ${process.env.SETTLE_METRICS_PORT ? "each worker's own port, on its polling line" : '(set SETTLE_METRICS_PORT to serve /metrics)'}`
-          : `  metrics              ${observability?.metricsUrl ?? '(set SETTLE_METRICS_PORT to serve /metrics)'}`,
+        scrapeTargets.length
+          ? `  metrics              ${scrapeTargets.map((t) => `http://${t}/metrics`).join(' ')} (Prometheus file_sd: ${SCRAPE_TARGETS_FILE})`
+          : `  metrics              (set SETTLE_METRICS_PORT to serve /metrics; with --workers N, worker i gets PORT+i)`,
+        `  join                 npm run worker (in this checkout, without DATABASE_URL: it joins this stack from ${DEV_SETTINGS_FILE})`,
         `  dynamic config       ${Object.entries(stack.temporal.dynamicConfig)
           .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
           .join(' ')}`,
@@ -148,14 +161,8 @@ export async function runDev(log: (line: string) => void, options: DevOptions = 
   } finally {
     await processes?.stop(5_000);
     removeDevSettings();
+    removeScrapeTargets();
     removeConsoleUrl();
     await stack.stop();
   }
-}
-
-/** SETTLE_OPERATOR_KEYS for the worker processes: the operator's own (if set) plus the dev key's public half. */
-function workerOperatorKeys(signer: OperatorSigner): string {
-  const own = process.env[OPERATOR_KEYS_VARIABLE]?.trim();
-  const text = own?.startsWith('@') ? fs.readFileSync(own.slice(1), 'utf8').trim() : own;
-  return [text, publicEntry(signer)].filter(Boolean).join(',');
 }

@@ -85,3 +85,10 @@ export function devOperatorKeys(signer: OperatorSigner): OperatorKeys {
   const dev = loadOperatorKeys(publicEntry(signer));
   return { keys: new Map([...(fromEnv?.keys ?? []), ...dev.keys]) };
 }
+
+/** SETTLE_OPERATOR_KEYS for a worker process of `settle dev` (or one joining it): the operator's own (if set) plus the dev key's public half. */
+export function devWorkerOperatorKeys(signer: OperatorSigner, env: NodeJS.ProcessEnv = process.env): string {
+  const own = env[OPERATOR_KEYS_VARIABLE]?.trim();
+  const text = own?.startsWith('@') ? fs.readFileSync(own.slice(1), 'utf8').trim() : own;
+  return [text, publicEntry(signer)].filter(Boolean).join(',');
+}

@@ -4,6 +4,8 @@ import { withStore } from './connections';
 import { fullKey, keyArgument } from './key-prefix';
 import { UsageError } from './usage-error';
 import { printable, printableValue } from './terminal-text';
+import { formatTable } from './table';
+import { formatAge, leaseLapsed, standingSince } from '../core/record-age';
 
 export async function listRecords(opts: { state?: RecordState; trajectory?: string; limit: number; json: boolean }): Promise<void> {
   await withStore(async (store) => {
@@ -11,6 +13,7 @@ export async function listRecords(opts: { state?: RecordState; trajectory?: stri
       ...(opts.state ? { state: opts.state } : {}),
       ...(opts.trajectory ? { trajectoryId: opts.trajectory } : {}),
       limit: opts.limit,
+      order: 'oldest',
     });
     if (opts.json) {
       console.log(JSON.stringify(records, null, 2));
@@ -20,12 +23,22 @@ export async function listRecords(opts: { state?: RecordState; trajectory?: stri
       console.log('no records');
       return;
     }
-    console.log('key               state         gen  trajectory / turn / call               tool        updated');
-    for (const r of records) {
-      console.log(
-        `${r.key.slice(0, 16)}  ${r.state.padEnd(12)}  ${String(r.generation).padStart(3)}  ${printable(`${r.trajectoryId} / ${r.turn} / ${r.callId}`).padEnd(38)} ${printable(r.tool).padEnd(11)} ${r.updatedAt.toISOString()}`,
-      );
-    }
+    // Oldest first: what has waited longest for a person is on top, aged from when its effect became unknown.
+    const now = Date.now();
+    console.log(
+      formatTable(
+        ['key', 'state', 'gen', 'age', 'trajectory / turn / call', 'tool', 'since'],
+        records.map((r) => [
+          r.key.slice(0, 16),
+          leaseLapsed(r, now) ? 'IN_FLIGHT (lease lapsed)' : r.state,
+          String(r.generation),
+          formatAge(now - standingSince(r, now).getTime()),
+          `${r.trajectoryId} / ${r.turn} / ${r.callId}`,
+          r.tool,
+          standingSince(r, now).toISOString(),
+        ]),
+      ),
+    );
   });
 }
 

@@ -9,6 +9,8 @@ import { deadlineExceeded, trajectoryStatusReport, type TrajectoryStatusReport }
 import type { EndpointRecord } from '../activities/store/endpoint-store';
 import { databaseConfigured, withStatusReads, withStore } from './connections';
 import { formatTable } from './table';
+import { formatAge, leaseLapsed, standingSince } from '../core/record-age';
+import { trajectoryStateLabel } from '../core/trajectory-state-label';
 import { UsageError } from './usage-error';
 import { printable, printableLines } from './terminal-text';
 import { approvalArgsText } from './approval-args';
@@ -19,16 +21,30 @@ const GRPC_UNAVAILABLE = 14;
 
 export async function trajectoryStatus(id: string, opts: { json: boolean }): Promise<void> {
   await withStatusReads(async (reads) => {
+    let unreachable: string | null = null;
     const status = await trajectoryStatusReport(reads, id).catch(async (err: Error) => {
       // UNAVAILABLE over TLS: a handshake of our own names the cause (an untrusted CA, a missing client certificate).
       const tlsProblem =
         (err as { code?: unknown }).code === GRPC_UNAVAILABLE ? await tlsHandshakeProblem(loadTemporalTarget()).catch(() => null) : null;
       if (tlsProblem) throw new UsageError(`TEMPORAL_ADDRESS: Temporal refused the connection: ${tlsProblem}`);
-      if (deadlineExceeded(err)) throw new UsageError(`ID: Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`);
       if ((err as { code?: unknown }).code === GRPC_NOT_FOUND)
         throw new UsageError(`ID: no trajectory ${JSON.stringify(id)} (${err.message})`);
-      throw new UsageError(`TEMPORAL_ADDRESS: Temporal did not describe ${JSON.stringify(id)} (${err.message})`);
+      unreachable = deadlineExceeded(err)
+        ? `Temporal did not describe ${JSON.stringify(id)} in time (${err.message})`
+        : `Temporal is unreachable (${err.message.split('\n')[0]})`;
+      return null;
     });
+    if (!status) {
+      // Temporal down: the trajectory's own state is unknown, but PostgreSQL still has its records.
+      const records = await recordsOf(id);
+      if (opts.json) console.log(JSON.stringify({ trajectoryId: id, temporal: unreachable, records: records.rows ?? null }, null, 2));
+      else {
+        console.log(`${printable(id)}: ${unreachable}: its state is unknown. What its endpoint records say:`);
+        printRecords(records);
+      }
+      process.exitCode = 1;
+      return;
+    }
     // No worker, or no answer: the records are what is known (the workflow cannot be asked).
     const records = status.unanswered || (!status.workerPolling && status.runStatus !== 'COMPLETED') ? await recordsOf(id) : null;
     if (opts.json) {
@@ -55,12 +71,13 @@ async function recordsOf(id: string): Promise<{ rows: EndpointRecord[] | null; n
 
 function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRecord[] | null; note: string | null } | null): void {
   console.log(
-    `${printable(status.trajectoryId)}: ${status.runStatus} · ${printable(status.status ?? '-')} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
+    // A terminated run keeps the last settle status its workflow wrote: it reads "TERMINATED (ended while running)".
+    `${printable(status.trajectoryId)}: ${printable(trajectoryStateLabel(status.runStatus, status.status))} · in doubt ${status.inDoubt} · pending approvals ${status.pendingApprovals}`,
   );
   if (status.summary) console.log(`summary: ${printable(status.summary)}`);
   if (status.subAgents.length) {
     console.log(
-      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${a.runStatus} · ${printable(a.status ?? '-')})`).join(', ')}`,
+      `sub-agents: ${status.subAgents.map((a) => `${printable(a.trajectoryId)} (${printable(trajectoryStateLabel(a.runStatus, a.status))})`).join(', ')}`,
     );
   }
   if (records) {
@@ -70,24 +87,7 @@ function printStatus(status: TrajectoryStatusReport, records: { rows: EndpointRe
         : `no worker polls task queue ${JSON.stringify(status.taskQueue)}: the trajectory cannot answer queries until one does ` +
             '(start one: npm run worker, or settle dev). What its endpoint records say:',
     );
-    if (records.note) console.log(records.note);
-    else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
-    else {
-      console.log(
-        formatTable(
-          ['turn', 'call', 'tool', 'key', 'state', 'gen', 'updated'],
-          records.rows!.map((r) => [
-            String(r.turn),
-            r.callId,
-            r.tool,
-            r.key.slice(0, 16),
-            r.state,
-            String(r.generation),
-            r.updatedAt.toISOString(),
-          ]),
-        ),
-      );
-    }
+    printRecords(records);
     return;
   }
   if (status.waitingFor) console.log(`waiting for: ${printableLines(status.waitingFor)}`);
@@ -122,6 +122,31 @@ function printApprovals(status: TrajectoryStatusReport): void {
   for (const a of status.approvals) {
     console.log(
       `waiting for approval: ${a.key.slice(0, 16)} turn ${a.turn} call ${printable(a.callId)} ${printable(a.tool)} ${approvalArgsText(a.args)}`,
+    );
+  }
+}
+
+/** A trajectory's endpoint records, aged from when each one's effect became unknown; or why they cannot be shown. */
+function printRecords(records: { rows: EndpointRecord[] | null; note: string | null }): void {
+  if (records.note) console.log(records.note);
+  else if (!records.rows!.length) console.log('no endpoint records (no settled call has been claimed yet)');
+  else {
+    const now = Date.now();
+    console.log(
+      formatTable(
+        ['turn', 'call', 'tool', 'key', 'state', 'gen', 'age', 'since'],
+        records.rows!.map((r) => [
+          String(r.turn),
+          r.callId,
+          r.tool,
+          r.key.slice(0, 16),
+          leaseLapsed(r, now) ? 'IN_FLIGHT (lease lapsed)' : r.state,
+          String(r.generation),
+          // From when its effect became unknown (a lapsed lease's expiry), not from a sweep's write.
+          formatAge(now - standingSince(r, now).getTime()),
+          standingSince(r, now).toISOString(),
+        ]),
+      ),
     );
   }
 }

@@ -49,6 +49,8 @@ export async function approve(id: string, keyArg: string, opts: { approver?: str
   const signer = operatorSigner();
   sameOperator('--approver', opts.approver, signer.operator);
   await withClient(async (client) => {
+    // Without a worker the queries below would wait ~35 s for an answer that cannot come: say so at once.
+    await client.requireWorker(id, 'take an approval').catch(rejected);
     // The call may have no record yet (A3 waits before its claim): its trajectory knows its keys.
     const key = keyArg.length === 64 ? keyArg : uniqueKey(keyArg, await client.callKeys(id).catch(rejected), `call of ${id}`);
     const decided = await approveCall(

@@ -44,6 +44,7 @@ import type { OperatorClaim, OperatorCredential } from '../core/operator-credent
 import { APPROVAL_DEADLINE_APPROVER, approvalClaim, type ApprovalDecision } from '../core/approval-claim';
 import { isReservedChildId, RESERVED_CHILD_ID_RULE } from '../core/trajectory-ids';
 import { LOCAL_LANE_TASK_TIMEOUT_MS } from '../core/tools/lanes';
+import { NoWorkerError } from './no-worker';
 import {
   anyPollerLive,
   bySubAgentId,
@@ -177,6 +178,7 @@ export class SettleClient {
    * InputError (field `key`) when none does, naming who decided it when it was decided already.
    */
   async waitingApproval(trajectoryId: string, key: string): Promise<PendingApproval> {
+    await this.requireWorker(trajectoryId, 'say which calls wait for approval');
     const call = (await this.pendingApprovals(trajectoryId)).find((p) => p.key === key);
     if (call) return call;
     const decided = (await this.handle(trajectoryId).query(callsQuery)).find((c) => c.key === key && c.approval)?.approval;
@@ -249,6 +251,16 @@ export class SettleClient {
   async callKeys(trajectoryId: string): Promise<string[]> {
     const calls = await this.handle(trajectoryId).query(callsQuery);
     return calls.flatMap((c) => (c.key ? [c.key] : []));
+  }
+
+  /**
+   * Throws NoWorkerError when no worker polls the running trajectory's task queue: what `action`
+   * needs (a query, an update) would otherwise wait for one until its deadline.
+   */
+  async requireWorker(trajectoryId: string, action: string): Promise<void> {
+    const description = await this.handle(trajectoryId).describe();
+    if (description.status.name !== 'RUNNING') return;
+    if (!(await this.workerPolling(description.taskQueue))) throw new NoWorkerError(description.taskQueue, trajectoryId, action);
   }
 
   /** Whether a worker polls `taskQueue` for workflow tasks now (one seen within a long poll's span). */

@@ -4,7 +4,7 @@
  */
 import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
 import { cgroupSupport } from '../activities/tools/sandbox-cgroup';
-import os from 'node:os';
+import { defaultWorkerIdentity } from '../activities/observability/worker-identity';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { describeTarget, loadTemporalTarget, type TargetOverrides, type TemporalTarget } from '../client/connection';
 import { tlsHandshakeProblem } from '../client/tls-probe';
@@ -111,7 +111,7 @@ export interface SettleWorker {
 }
 
 export async function createSettleWorker(options: SettleWorkerOptions): Promise<SettleWorker> {
-  const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
+  const identity = options.identity ?? defaultWorkerIdentity();
   const target = loadTemporalTarget(options.temporal);
   const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
   const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();

@@ -117,6 +117,14 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       .executeTakeFirstOrThrow();
     metrics.oldestInDoubt.set({}, Math.max(0, Number(age ?? 0)));
     metrics.oldestInDoubtSince.set({}, Number(since ?? 0));
+    // A lapsed lease nothing swept (no worker's sweeper runs): unknown since the lease expired, as IN_DOUBT would be.
+    const { lapsed } = await db
+      .selectFrom('settle_endpoint_records')
+      .where('state', '=', 'IN_FLIGHT')
+      .where('lease_until', '<', sql<Date>`now()`)
+      .select(sql<string | null>`extract(epoch from now() - min(lease_until))`.as('lapsed'))
+      .executeTakeFirstOrThrow();
+    metrics.oldestLapsedLease.set({}, Math.max(0, Number(lapsed ?? 0)));
   };
 
   // One refresh at a time, and none while the last one is younger than the maximum age: the

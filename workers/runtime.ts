@@ -5,8 +5,11 @@
  */
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { jsonLine } from '../activities/observability/log';
+import { defaultWorkerIdentity } from '../activities/observability/worker-identity';
 import { writeStdoutLine } from '../activities/observability/stdout-lines';
 import { registerWorkerServiceUrl } from '../activities/tools/egress-policy';
+
+const WORKER = defaultWorkerIdentity();
 
 let installed = false;
 
@@ -27,7 +30,10 @@ export function installRuntime(level: LogLevel = 'WARN', options: RuntimeOptions
   installed = true;
   const logger = options.jsonLogs
     ? new DefaultLogger(level, (entry) => {
-        writeStdoutLine(jsonLine(entry.level.toLowerCase(), entry.message, { source: 'temporal', ...entry.meta }));
+        // Named like settle's own call lines (activities/observability/log.ts): which worker process said it.
+        writeStdoutLine(
+          jsonLine(entry.level.toLowerCase(), entry.message, { source: 'temporal', ...entry.meta, worker: WORKER, pid: process.pid }),
+        );
       })
     : new DefaultLogger(level);
   // A service of the worker's own: never reachable through a sandbox's egress proxy.

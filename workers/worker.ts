@@ -6,7 +6,8 @@
  *                       127.0.0.1:7233), TEMPORAL_NAMESPACE ("default"), TEMPORAL_API_KEY,
  *                       TEMPORAL_TLS_* (TLS and mTLS)
  *   TEMPORAL_TASK_QUEUE task queue (default "settle")
- *   DATABASE_URL        Postgres holding the endpoint records (required)
+ *   DATABASE_URL        Postgres holding the endpoint records (required, unless a `settle dev` runs:
+ *                       then the worker joins it from its settings, as the CLI does: workers/dev-join.ts)
  *   SETTLE_WORKFLOW_BUNDLE  optional path of a pre-built workflow bundle (skips bundling at start; default:
  *                           the package's own, built by `npm run build`, when it matches the installed SDK)
  *   SETTLE_METRICS_PORT optional: serve Prometheus metrics at :PORT/metrics (workers/metrics-server.ts)
@@ -31,16 +32,24 @@ import { checkRecordStoreAtStart, RecordStoreRefused } from './record-store-chec
 import type { PoolingMode } from '../core/record-store-requirements';
 import { startObservability } from './observability';
 import { errorMessage, InputError } from '../core/errors';
+import { joinDevStack } from './dev-join';
 
 async function main(): Promise<void> {
+  const joined = joinDevStack();
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
-    console.error(jsonLine('error', 'DATABASE_URL: must be set to the Postgres URL that holds the endpoint records'));
+    console.error(
+      jsonLine(
+        'error',
+        'DATABASE_URL: must be set to the Postgres URL that holds the endpoint records (or run `settle dev`, which a worker then joins)',
+      ),
+    );
     process.exit(2);
   }
   const observability = await startObservability({ databaseUrl, target: loadTemporalTarget() });
   // PostgreSQL may start after the worker, or restart while it starts: wait for it, saying so.
   const log = (line: string) => observability.log('info', `settle worker: ${line}`);
+  if (joined) log(`joining the running settle dev (its settings: ${joined})`);
   const warn = (line: string) => observability.log('warn', line);
   // How the record store and Temporal are reached, one line each (a warning, with its fix, when unsafe).
   for (const { level, line } of [databaseTlsLine(databaseUrl), temporalTlsFinding(loadTemporalTarget())])

@@ -57,10 +57,15 @@ export type CallEvent =
       event: 'settled';
       key: string;
       generation: number;
+      trajectoryId: string;
+      turn: number;
+      callId: string;
       by: SettledBy;
       verdict: 'applied' | 'not_applied' | 'partial';
       state: string;
       actor: string;
+      /** The probe's finding or the operator's stated reason. */
+      reason: string;
     };
 
 /** The fenced writes of an endpoint record (activities/store/endpoint-store.ts). */

@@ -5,6 +5,7 @@
  */
 import { onCallEvent, type CallEvent } from './events';
 import { writeStdoutLine } from './stdout-lines';
+import { defaultWorkerIdentity } from './worker-identity';
 
 export type LogWriter = (line: string) => void;
 
@@ -34,10 +35,13 @@ function levelOf(e: CallEvent): string {
   return e.event === 'probed' && e.verdict === 'unknown' ? 'warn' : LEVEL[e.event];
 }
 
-/** Writes every call event as a JSON line. Returns the unsubscribe function. */
-export function logCallEvents(write: LogWriter = writeStdoutLine): () => void {
+/**
+ * Writes every call event as a JSON line, naming the worker process that saw it (`worker`, `pid`:
+ * which process to look at, or kill, when a call misbehaves). Returns the unsubscribe function.
+ */
+export function logCallEvents(write: LogWriter = writeStdoutLine, worker = defaultWorkerIdentity()): () => void {
   return onCallEvent((e) => {
     const { event, ...fields } = e;
-    write(jsonLine(levelOf(e), `call ${event}`, { event, ...fields }));
+    write(jsonLine(levelOf(e), `call ${event}`, { event, ...fields, worker, pid: process.pid }));
   });
 }

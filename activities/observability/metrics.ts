@@ -140,12 +140,17 @@ export class SettleMetrics {
   readonly oldestInDoubt = new Family(
     'settle_oldest_in_doubt_age_seconds',
     'gauge',
-    'Age of the oldest IN_DOUBT record, since it last changed (database clock); 0 when none.',
+    'Age of the oldest IN_DOUBT record, since its effect became unknown (its lease expired, or its executor failed; database clock); 0 when none.',
+  );
+  readonly oldestLapsedLease = new Family(
+    'settle_oldest_lapsed_lease_age_seconds',
+    'gauge',
+    'Age of the oldest IN_FLIGHT record whose lease lapsed (no lease sweeper has turned it IN_DOUBT), since the lease expired (database clock); 0 when none.',
   );
   readonly oldestInDoubtSince = new Family(
     'settle_oldest_in_doubt_since_timestamp_seconds',
     'gauge',
-    'When the oldest IN_DOUBT record last changed, Unix seconds (database clock); 0 when none. An alert computes the age from it, so the age keeps growing while no process reports.',
+    "When the oldest IN_DOUBT record's effect became unknown (its lease expired, or its executor failed), Unix seconds (database clock); 0 when none. An alert computes the age from it, so the age keeps growing while no process reports.",
   );
   readonly oldestApproval = new Family(
     'settle_oldest_approval_wait_age_seconds',
@@ -181,6 +186,7 @@ export class SettleMetrics {
     this.inDoubtRecords,
     this.oldestInDoubt,
     this.oldestInDoubtSince,
+    this.oldestLapsedLease,
     this.oldestApproval,
     this.oldestOperatorWait,
   ];

@@ -92,10 +92,14 @@ export async function settleByOperator(
       event: 'settled',
       key: record.key,
       generation,
+      trajectoryId: record.trajectoryId,
+      turn: record.turn,
+      callId: record.callId,
       by: 'operator',
       verdict: input.verdict,
       state: write.record.state,
       actor,
+      reason: input.reason,
     });
     return { settled: true, state: write.record.state, generation };
   }

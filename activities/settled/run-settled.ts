@@ -285,10 +285,14 @@ export async function applyProbe<Result>(
       event: 'settled',
       key: record.key,
       generation: record.generation,
+      trajectoryId: record.trajectoryId,
+      turn: record.turn,
+      callId: record.callId,
       by: 'probe',
       verdict: verdict.verdict,
       state: write.record.state,
       actor,
+      reason: verdict.detail,
     });
     return { state: write.record.state, applied: true, settledBy: actor };
   }
@@ -345,7 +349,9 @@ async function release<Result>(
  * `settled_by` only in that case.
  */
 function emitLateSettlement(ref: CallRef, generation: number, verdict: 'applied' | 'not_applied', state: string, actor: Actor): void {
-  emitCallEvent({ event: 'settled', key: ref.key, generation, by: 'executor', verdict, state, actor });
+  const reason =
+    verdict === 'applied' ? 'late completion by the executor of this generation' : 'late release by the executor: its effect never started';
+  emitCallEvent({ event: 'settled', ...ref, generation, by: 'executor', verdict, state, actor, reason });
 }
 
 /** The outcome a caller should see for a record it no longer owns. */

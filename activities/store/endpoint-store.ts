@@ -111,6 +111,11 @@ export interface ListFilter {
   state?: RecordState;
   trajectoryId?: string;
   limit?: number;
+  /**
+   * `trajectory` (default): by trajectory, turn, creation. `oldest`: the longest-standing first —
+   * a lapsed lease from its expiry, anything else from its last transition (core/record-age.ts).
+   */
+  order?: 'trajectory' | 'oldest';
 }
 
 type Row = EndpointRecordRow & { from_state?: string };
@@ -366,12 +371,11 @@ export class EndpointStore {
     let q = this.db.selectFrom(RECORDS).selectAll();
     if (filter.state) q = q.where('state', '=', filter.state);
     if (filter.trajectoryId) q = q.where('trajectory_id', '=', filter.trajectoryId);
-    const rows = await q
-      .orderBy('trajectory_id')
-      .orderBy('turn')
-      .orderBy('created_at')
-      .limit(filter.limit ?? 1000)
-      .execute();
+    q =
+      filter.order === 'oldest'
+        ? q.orderBy(sql`case when state = 'IN_FLIGHT' and lease_until < now() then lease_until else updated_at end`).orderBy('key')
+        : q.orderBy('trajectory_id').orderBy('turn').orderBy('created_at');
+    const rows = await q.limit(filter.limit ?? 1000).execute();
     return rows.map(toRecord);
   }
 

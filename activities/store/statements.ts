@@ -102,7 +102,13 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                       .else(eb.ref(`${RECORDS}.intent`))
                       .end(),
                     detail: eb.case().when(wasNotExecuted).then(null).else(sql.lit(LAPSED_DETAIL)).end(),
-                    updated_at: now,
+                    // A lapsed lease's record is IN_DOUBT since its lease expired (its holder's last word), not since this claim noticed.
+                    updated_at: eb
+                      .case()
+                      .when(wasNotExecuted)
+                      .then(now)
+                      .else(sql<Date>`${sql.ref(`${RECORDS}.lease_until`)}`)
+                      .end(),
                   };
                 })
                 .where((eb) =>
@@ -324,7 +330,7 @@ export function sweepStatement(db: Kysely<SettleDatabase>) {
         .with('lapsed', (db) =>
           db
             .selectFrom(RECORDS)
-            .select(['key', 'holder'])
+            .select(['key', 'holder', 'lease_until'])
             .where('state', '=', sql.lit('IN_FLIGHT'))
             .where('lease_until', '<=', sql<Date>`now() - ${p.grace_ms}::int * interval '1 millisecond'`)
             .orderBy('lease_until')
@@ -341,7 +347,9 @@ export function sweepStatement(db: Kysely<SettleDatabase>) {
               lease_until: null,
               holder: null,
               detail: sql.lit(LAPSED_DETAIL),
-              updated_at: now,
+              // Its effect became unknown when the lease expired (the holder stopped renewing), not when a sweep noticed:
+              // every age (console, CLI, settle_oldest_in_doubt_age_seconds) counts from updated_at.
+              updated_at: sql<Date>`lapsed.lease_until`,
             })
             .whereRef(`${RECORDS}.key`, '=', 'lapsed.key')
             .returningAll(RECORDS)

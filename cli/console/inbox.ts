@@ -19,9 +19,10 @@ export interface InboxItem {
   kind: InboxKind;
   key: string;
   trajectoryId: string;
-  turn: number;
-  callId: string;
-  tool: string;
+  /** Null on a row whose trajectory could not say which call waits (`unreadable`). */
+  turn: number | null;
+  callId: string | null;
+  tool: string | null;
   /**
    * What the call acts on, from its recorded intent (path and hashes, command, hosts), else its
    * arguments. For a call waiting for approval: its whole arguments as escaped JSON.
@@ -38,6 +39,8 @@ export interface InboxItem {
   saw: string | null;
   /** The trajectory's settle status (search attribute), e.g. waiting_operator. */
   trajectoryStatus: string | null;
+  /** Why the row's call cannot be read (no worker polls its queue, no answer in time): it has no key and no action. */
+  unreadable?: string;
 }
 
 /** What one trajectory answers: its calls and what it waits for (null when it cannot answer in time). */
@@ -52,31 +55,82 @@ interface TrajectoryView {
 const QUERY_DEADLINE_MS = 3_000;
 const MAX_TRAJECTORIES = 200;
 
-export async function collectInbox(client: SettleClient, store: EndpointStore, nowMs = Date.now()): Promise<InboxItem[]> {
-  const [inDoubt, inFlight, approvals] = await Promise.all([
-    store.list({ state: 'IN_DOUBT', limit: 1000 }),
-    store.list({ state: 'IN_FLIGHT', limit: 1000 }),
-    pendingApprovalTrajectories(client),
-  ]);
-  const lapsed = inFlight.filter((r) => r.leaseUntil !== null && r.leaseUntil.getTime() < nowMs);
-  const ids = new Set([...inDoubt, ...lapsed].map((r) => r.trajectoryId).concat(approvals.map((a) => a.trajectoryId)));
-  const views = new Map<string, TrajectoryView>();
-  await Promise.all(
-    [...ids].slice(0, MAX_TRAJECTORIES).map(async (id) => {
-      const approval = approvals.find((a) => a.trajectoryId === id);
-      views.set(id, await viewOf(client, id, approval?.status, approval !== undefined));
+/** What the console could read, and what it could not (one line each, shown above the table). */
+export interface Inbox {
+  items: InboxItem[];
+  missing: string[];
+}
+
+export async function collectInbox(client: SettleClient, store: EndpointStore, nowMs = Date.now()): Promise<Inbox> {
+  const missing: string[] = [];
+  // Each source on its own: PostgreSQL down still shows the approvals, Temporal down still shows the records.
+  const [records, approvals] = await Promise.all([
+    Promise.all([store.list({ state: 'IN_DOUBT', limit: 1000 }), store.list({ state: 'IN_FLIGHT', limit: 1000 })]).catch((err: unknown) => {
+      missing.push(`PostgreSQL is unreachable (${firstLine(err)}): IN_DOUBT and lapsed-lease records are not shown`);
+      return null;
     }),
-  );
+    withDeadline(pendingApprovalTrajectories(client), READ_DEADLINE_MS, 'no answer within 3 s').catch((err: unknown) => {
+      missing.push(
+        `Temporal is unreachable (${firstLine(err)}): calls waiting for approval, probe rounds and trajectory states are not shown; the records below come from PostgreSQL`,
+      );
+      return null;
+    }),
+  ]);
+  const [inDoubt, inFlight] = records ?? [[], []];
+  const lapsed = inFlight.filter((r) => r.leaseUntil !== null && r.leaseUntil.getTime() < nowMs);
+  const ids = new Set([...inDoubt, ...lapsed].map((r) => r.trajectoryId).concat((approvals ?? []).map((a) => a.trajectoryId)));
+  const views = new Map<string, TrajectoryView>();
+  // Temporal down: no trajectory can answer, and asking each would only wait out its deadline.
+  if (approvals) {
+    await Promise.all(
+      [...ids].slice(0, MAX_TRAJECTORIES).map(async (id) => {
+        const approval = approvals.find((a) => a.trajectoryId === id);
+        views.set(id, await viewOf(client, id, approval?.status, approval !== undefined));
+      }),
+    );
+  }
   const items: InboxItem[] = [
     ...inDoubt.map((r) => fromRecord(r, 'in_doubt', r.updatedAt.getTime(), views.get(r.trajectoryId))),
     ...lapsed.map((r) => fromRecord(r, 'lapsed_lease', r.leaseUntil!.getTime(), views.get(r.trajectoryId))),
   ];
-  for (const { trajectoryId, startMs } of approvals) {
+  const polled = new Map<string, Promise<boolean | null>>();
+  const workerPolls = (taskQueue: string) =>
+    polled.get(taskQueue) ??
+    polled
+      .set(
+        taskQueue,
+        client.workerPolling(taskQueue).catch(() => null),
+      )
+      .get(taskQueue)!;
+  for (const { trajectoryId, startMs, taskQueue } of approvals ?? []) {
     const view = views.get(trajectoryId);
-    for (const call of view?.calls ?? []) {
+    if (!view?.calls) {
+      // It waits for approval (visibility says so) but cannot say for which call: keep its row, saying why.
+      const polls = await workerPolls(taskQueue);
+      items.push({
+        kind: 'approval',
+        key: '',
+        trajectoryId,
+        turn: null,
+        callId: null,
+        tool: null,
+        target: '',
+        generation: null,
+        sinceMs: startMs,
+        probes: null,
+        saw: null,
+        trajectoryStatus: view?.status ?? null,
+        unreadable:
+          polls === false
+            ? `no worker polls ${taskQueue}: its calls and their arguments cannot be read, nor approved, until one does (npm run worker, or settle dev)`
+            : `the trajectory did not answer within ${QUERY_DEADLINE_MS / 1000} s: its calls cannot be read now; refresh`,
+      });
+      continue;
+    }
+    for (const call of view.calls) {
       if (call.resolution !== 'awaiting_approval' || !call.key) continue;
-      const wait = view?.waitingFor ? parseWait(view.waitingFor, call.key) : null;
-      const pending = view?.approvals?.find((a) => a.key === call.key);
+      const wait = view.waitingFor ? parseWait(view.waitingFor, call.key) : null;
+      const pending = view.approvals?.find((a) => a.key === call.key);
       items.push({
         kind: 'approval',
         key: call.key,
@@ -89,23 +143,45 @@ export async function collectInbox(client: SettleClient, store: EndpointStore, n
         sinceMs: wait?.sinceMs ?? startMs,
         probes: null,
         saw: null,
-        trajectoryStatus: view?.status ?? null,
+        trajectoryStatus: view.status ?? null,
       });
     }
   }
-  return items;
+  return { items, missing };
 }
 
-async function pendingApprovalTrajectories(
-  client: SettleClient,
-): Promise<{ trajectoryId: string; startMs: number; status: string | null }[]> {
-  const found: { trajectoryId: string; startMs: number; status: string | null }[] = [];
+/** How long the console waits for Temporal's visibility before it shows what PostgreSQL has. */
+const READ_DEADLINE_MS = 3_000;
+
+function withDeadline<T>(work: Promise<T>, ms: number, why: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(why)), ms)));
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+function firstLine(err: unknown): string {
+  let e: unknown = err;
+  // The innermost cause names what failed (ECONNREFUSED, a gRPC status), not the wrapper's "failed to list".
+  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
+}
+
+interface ApprovalTrajectory {
+  trajectoryId: string;
+  startMs: number;
+  status: string | null;
+  taskQueue: string;
+}
+
+async function pendingApprovalTrajectories(client: SettleClient): Promise<ApprovalTrajectory[]> {
+  const found: ApprovalTrajectory[] = [];
   const query = `${SA_PENDING_APPROVALS.name} > 0 AND ExecutionStatus = "Running"`;
   for await (const w of client.client.workflow.list({ query })) {
     found.push({
       trajectoryId: w.workflowId,
       startMs: w.startTime.getTime(),
       status: w.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null,
+      taskQueue: w.taskQueue,
     });
     if (found.length >= MAX_TRAJECTORIES) break;
   }

@@ -6,11 +6,14 @@
 import { html } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { InboxItem } from './inbox';
+import { SWEEP_DEFAULTS } from '../../activities/settled/lease-sweeper';
 
 export type AgeOrder = 'oldest' | 'newest';
 
 export interface PageInput {
   items: InboxItem[];
+  /** What could not be read (Temporal or PostgreSQL unreachable): one banner line each. */
+  missing: string[];
   nowMs: number;
   order: AgeOrder;
   operator: string;
@@ -94,6 +97,7 @@ export function inboxPage(p: PageInput): Html {
           Signed in as operator <strong id="operator">${p.operator}</strong> (your operator key signs every action). ${sorted.length}
           call(s). <a href="/">Refresh</a>
         </p>
+        ${p.missing.map((line) => html`<p class="notice err missing">${line}</p>`)}
         ${p.notice ? html`<p class="notice ${p.notice.ok ? 'ok' : 'err'}" id="notice">${p.notice.text}</p>` : ''}
         <table id="inbox">
           <thead>
@@ -124,9 +128,9 @@ function row(item: InboxItem, p: PageInput): Html {
   return html`<tr data-key="${item.key}" data-kind="${item.kind}">
     <td class="age" data-since="${new Date(item.sinceMs).toISOString()}">${age(p.nowMs - item.sinceMs)}</td>
     <td class="state">${KIND_LABEL[item.kind]}${item.trajectoryStatus ? html`<br /><small>${item.trajectoryStatus}</small>` : ''}</td>
-    <td class="tool">${item.tool}</td>
+    <td class="tool">${item.tool ?? '-'}</td>
     <td class="target">
-      <code>${item.target || '-'}</code>${
+      ${item.unreadable ? html`<small class="unreadable">${item.unreadable}</small>` : html`<code>${item.target || '-'}</code>`}${
         item.targetShortened
           ? html`<br /><small class="shortened"
                 >shortened: this worker does not report the whole arguments; read them in the trajectory’s history before approving</small
@@ -137,11 +141,13 @@ function row(item: InboxItem, p: PageInput): Html {
     <td class="trajectory">
       ${link ? html`<a href="${link}" target="_blank" rel="noopener noreferrer">${item.trajectoryId}</a>` : item.trajectoryId}
     </td>
-    <td class="call">turn ${item.turn} · ${item.callId}<br /><code>${item.key.slice(0, 16)}</code></td>
+    <td class="call">${item.key ? html`turn ${item.turn} · ${item.callId}<br /><code>${item.key.slice(0, 16)}</code>` : '-'}</td>
     <td class="generation">${item.generation ?? '-'}</td>
     <td class="probes">${item.probes ?? '-'}</td>
     <td class="saw">${item.saw ?? '-'}</td>
-    <td class="action">${item.kind === 'approval' ? approveForm(item, p.csrf) : resolveForm(item, p.csrf)}</td>
+    <td class="action">
+      ${item.unreadable ? '-' : item.kind === 'approval' ? approveForm(item, p.csrf) : resolveForm(item, p.nowMs, p.csrf)}
+    </td>
   </tr>`;
 }
 
@@ -156,9 +162,16 @@ function approveForm(item: InboxItem, csrf: string): Html {
   </form>`;
 }
 
-function resolveForm(item: InboxItem, csrf: string): Html {
-  // A lapsed lease is not settled yet: the sweeper turns it IN_DOUBT within seconds; then it can be resolved.
-  if (item.kind === 'lapsed_lease') return html`<small>becomes IN_DOUBT when the sweeper sees it; refresh</small>`;
+function resolveForm(item: InboxItem, nowMs: number, csrf: string): Html {
+  // A lapsed lease is not settled yet: a running worker's sweeper turns it IN_DOUBT within seconds; then it can be resolved.
+  if (item.kind === 'lapsed_lease') {
+    return nowMs - item.sinceMs > UNSWEPT_AFTER_MS
+      ? html`<small class="unswept"
+          >no lease sweeper has taken it in ${age(nowMs - item.sinceMs)}: no worker runs. Start one (npm run worker, or settle dev); it then
+          turns IN_DOUBT and can be settled</small
+        >`
+      : html`<small>becomes IN_DOUBT when a worker's lease sweeper sees it (within seconds); refresh</small>`;
+  }
   return html`<form method="post" action="/resolve">
     <input type="hidden" name="csrf" value="${csrf}" />
     <input type="hidden" name="key" value="${item.key}" />
@@ -169,6 +182,9 @@ function resolveForm(item: InboxItem, csrf: string): Html {
     <button name="verdict" value="partial">partial</button>
   </form>`;
 }
+
+/** Past this, a lapsed lease still IN_FLIGHT means no sweeper runs (each sweeps every 2 s, leases lapsed 2 s). */
+const UNSWEPT_AFTER_MS = 5 * (SWEEP_DEFAULTS.intervalMs + SWEEP_DEFAULTS.graceMs);
 
 /** A short age: 42s, 7m 3s, 2h 5m, 3d 4h. */
 export function age(ms: number): string {

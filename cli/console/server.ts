@@ -92,10 +92,11 @@ function consoleApp(options: ConsoleOptions, secrets: { token: string; csrf: str
         ? { ok: false, text: c.req.query('error')! }
         : null;
     const nowMs = Date.now();
-    const items = await collectInbox(options.client, options.store, nowMs);
+    const { items, missing } = await collectInbox(options.client, options.store, nowMs);
     return c.html(
       inboxPage({
         items,
+        missing,
         nowMs,
         order,
         operator: options.signer.operator,

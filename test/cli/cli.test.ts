@@ -299,6 +299,31 @@ describe('settle records / show', () => {
     expect(show.stdout).toMatch(/IN_FLIGHT → IN_DOUBT\s+by worker:cli-test/);
   });
 
+  it('lists the longest-standing first with its age, a lapsed lease aged from its expiry', async () => {
+    const trajectoryId = uniqueId('cli-age');
+    const record = async (callId: string) => {
+      const args = { path: `/ws/${callId}`, old_str: 'a', new_str: 'b' };
+      const key = deriveKey({ trajectoryId, turn: 0, callId, tool: 'file_edit', args });
+      await store.claim({ key, trajectoryId, turn: 0, callId, tool: 'file_edit', args }, { leaseMs: 60_000, holder: 'cli-test' });
+      return key;
+    };
+    const [doubt, lapsed, live] = [await record('doubt'), await record('lapsed'), await record('live')];
+    await store.markInDoubt(doubt, 1, 'worker crashed', 'worker:cli-test');
+    await sql`UPDATE settle_endpoint_records SET updated_at = now() - interval '2 hours' WHERE key = ${doubt}`.execute(db);
+    // Its holder's last renewal 3 h ago, its lease lapsed then: nothing swept it (no worker runs).
+    await sql`UPDATE settle_endpoint_records SET updated_at = now() - interval '3 hours', lease_until = now() - interval '3 hours' WHERE key = ${lapsed}`.execute(
+      db,
+    );
+    const table = await settle(['records', '--trajectory', trajectoryId], { env: { DATABASE_URL: inject('databaseUrl') } });
+    expect(table.code).toBe(0);
+    const lines = table.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^key +state +gen +age +trajectory \/ turn \/ call +tool +since$/);
+    expect(lines.slice(1).map((l) => l.slice(0, 16))).toEqual([lapsed, doubt, live].map((k) => k.slice(0, 16)));
+    expect(lines[1]).toMatch(/IN_FLIGHT \(lease lapsed\) +1 +(3h00m|3h01m) /);
+    expect(lines[2]).toMatch(/IN_DOUBT +1 +(2h00m|2h01m) /);
+    expect(lines[3]).toMatch(/IN_FLIGHT +1 +\d+s /);
+  });
+
   it('rejects a bad state, a malformed key, an unknown key, and a missing database with exit 2', async () => {
     const env = { DATABASE_URL: inject('databaseUrl') };
     expect(await settle(['records', '--state', 'DONE'], { env })).toMatchObject({ code: 2 });

@@ -19,7 +19,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { openDatabase } from '../../activities/store/database';
 import { DEV_SETTINGS_FILE, type DevSettings } from '../../cli/dev-settings';
-import { SETTLE_DIR } from '../../stack/paths';
+import { PROJECT_ROOT, SETTLE_DIR } from '../../stack/paths';
 import { runSettle, SETTLE_BIN } from '../support/cli';
 import { until } from '../support/in-doubt';
 import { tempWorkspace, testWorkspaceRoot, uniqueId } from '../support/env';
@@ -46,11 +46,13 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-describe('settle dev --workers', { timeout: 300_000 }, () => {
-  it('runs N worker processes that poll, and none outlives settle dev (SIGKILL)', async () => {
+describe('settle dev --workers', { timeout: 600_000 }, () => {
+  it('runs N worker processes that poll, restarts one that dies (same metrics port), lets another join, and none outlives settle dev (SIGKILL)', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'), SETTLE_METRICS_PORT: '0' };
+    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_TASK_QUEUE']) delete env[name];
     const dev = spawn(process.execPath, [SETTLE_BIN, 'dev', '--workers', '2'], {
       // A pre-built bundle (inherited by the workers): they start in seconds instead of bundling.
-      env: { ...process.env, SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath') },
+      env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -61,7 +63,7 @@ describe('settle dev --workers', { timeout: 300_000 }, () => {
     const banner = await until(
       async () => {
         if (dev.exitCode !== null) throw new Error(`settle dev exited (${dev.exitCode}): ${out.slice(-3000)}`);
-        return /settle dev is up[\s\S]*\n {2}workers .*\n/.exec(out)?.[0];
+        return /settle dev is up[\s\S]*\n {2}join .*\n/.exec(out)?.[0];
       },
       'settle dev is up',
       240_000,
@@ -70,27 +72,85 @@ describe('settle dev --workers', { timeout: 300_000 }, () => {
     leftovers.push(...pids);
     expect(pids.every(alive)).toBe(true);
     expect(pids).not.toContain(dev.pid);
+    expect(banner).toContain('npm run worker');
 
-    // Both poll the task queue: two pollers, one per process (the identity names its pid).
+    // The scrape targets: one stable port per worker, in the file_sd file the banner names.
+    const targetsFile = /file_sd: (\S+)\)/.exec(banner)![1]!;
+    const [group] = JSON.parse(fs.readFileSync(targetsFile, 'utf8')) as { targets: string[] }[];
+    expect(group!.targets).toHaveLength(2);
+    const scrape = async (target: string) => (await fetch(`http://${target}/metrics`).catch(() => null))?.status === 200;
+
     const address = /TEMPORAL_ADDRESS +(\S+)/.exec(banner)![1]!;
     const connection = await Connection.connect({ address });
+    let joiner: ReturnType<typeof spawn> | null = null;
     try {
       const client = new Client({ connection });
-      const identities = await until(
-        async () => {
-          const response = await client.workflowService.describeTaskQueue({
-            namespace: 'default',
-            taskQueue: { name: 'settle', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-            taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-          });
-          const found = (response.pollers ?? []).map((p) => p.identity ?? '');
-          return pids.every((pid) => found.some((id) => id.endsWith(`:${pid}`))) ? found : null;
-        },
-        'a poller from each worker process',
-        120_000,
+      const pollers = async () => {
+        const response = await client.workflowService.describeTaskQueue({
+          namespace: 'default',
+          taskQueue: { name: 'settle', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+          taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        });
+        return (response.pollers ?? []).map((p) => p.identity ?? '');
+      };
+      const polling = (pid: number) =>
+        until(async () => (await pollers()).some((id) => id.endsWith(`:${pid}`)), `a poller from pid ${pid}`, 120_000);
+      // Both poll the task queue: two pollers, one per process (the identity names its pid).
+      for (const pid of pids) await polling(pid);
+      for (const target of group!.targets) await until(() => scrape(target), `metrics at ${target}`, 60_000);
+
+      // A worker killed: settle dev says so, with who is left, and starts it again on the same metrics port.
+      process.kill(pids[0]!, 'SIGKILL');
+      const restarted = await until(
+        async () => new RegExp(`worker ${pids[0]} restarted as pid (\\d+)`).exec(out)?.[1],
+        'the killed worker restarted',
+        60_000,
       );
-      expect(identities.filter((id) => pids.some((pid) => id.endsWith(`:${pid}`)))).toHaveLength(2);
+      expect(out).toMatch(new RegExp(`worker ${pids[0]} ended \\(signal SIGKILL\\); 1 of 2 still running; restarting it in 1 s`));
+      const second = Number(restarted);
+      leftovers.push(second);
+      await polling(second);
+      const [sameGroup] = JSON.parse(fs.readFileSync(targetsFile, 'utf8')) as { targets: string[] }[];
+      expect(sameGroup!.targets).toEqual(group!.targets);
+      for (const target of group!.targets) await until(() => scrape(target), `metrics at ${target} after the restart`, 60_000);
+
+      // Both killed at once: the last one's line says nothing polls, not "the others keep polling".
+      const before = out.length;
+      process.kill(second, 'SIGKILL');
+      process.kill(pids[1]!, 'SIGKILL');
+      await until(
+        async () => out.slice(before).includes('no worker is running: nothing polls until it is back'),
+        'the none-left line',
+        60_000,
+      );
+      expect(out).not.toContain('the others keep polling');
+      await until(async () => (out.slice(before).match(/restarted as pid/g) ?? []).length === 2, 'both restarted', 90_000);
+      const now = [...out.slice(before).matchAll(/restarted as pid (\d+)/g)].map((m) => Number(m[1]));
+      leftovers.push(...now);
+      for (const pid of now) await polling(pid);
+
+      // A worker started the plain way, without DATABASE_URL, joins this settle dev from its settings.
+      joiner = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'workers', 'worker.ts')], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      leftovers.push(joiner.pid!);
+      let joinOut = '';
+      joiner.stdout!.on('data', (b: Buffer) => (joinOut += b.toString()));
+      joiner.stderr!.on('data', (b: Buffer) => (joinOut += b.toString()));
+      await until(
+        async () => {
+          if (joiner!.exitCode !== null) throw new Error(`the joining worker exited (${joiner!.exitCode}): ${joinOut.slice(-3000)}`);
+          return joinOut.includes('settle worker: polling');
+        },
+        'the joining worker polling',
+        180_000,
+      );
+      expect(joinOut).toContain('joining the running settle dev');
+      await polling(joiner.pid!);
+      pids.push(second, ...now);
     } finally {
+      if (joiner) signal(joiner.pid!, 'SIGKILL');
       await connection.close();
     }
 

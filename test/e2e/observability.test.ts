@@ -164,8 +164,12 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
           callId: expect.any(String),
           key: expect.stringMatching(/^[0-9a-f]{64}$/),
           generation: expect.any(Number),
+          // The worker process that saw it: which one to look at (or kill).
+          worker: expect.stringMatching(/^settle-worker@.+:\d+$/),
+          pid: expect.any(Number),
         }),
       );
+      expect(l.worker).toBe(`${String(l.worker).slice(0, String(l.worker).lastIndexOf(':'))}:${String(l.pid)}`);
     }
     expect(callLines.find((l) => l.event === 'in_doubt')).toMatchObject({
       trajectoryId: call.trajectoryId,
@@ -199,7 +203,16 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
     ]);
     expect(parsed.find((l) => l.event === 'approval_wait')).toMatchObject({ key: a3Key, trajectoryId: a3, callId: 'rm' });
     expect(parsed.find((l) => l.event === 'approval_decided')).toMatchObject({ key: a3Key, decision: 'approve', approver: TEST_OPERATOR });
-    expect(parsed.find((l) => l.event === 'settled' && l.key === call!.key)).toMatchObject({ by: 'operator', verdict: 'applied' });
+    // The settled line says which call, by whom and why, without a second lookup.
+    expect(parsed.find((l) => l.event === 'settled' && l.key === call!.key)).toMatchObject({
+      by: 'operator',
+      verdict: 'applied',
+      trajectoryId: call.trajectoryId,
+      turn: 0,
+      callId: 'deploy',
+      actor: `operator:${TEST_OPERATOR}`,
+      reason: 'checked',
+    });
   });
 
   it('`npm run -s worker` prints JSON lines only, on stdout and stderr, from its first line to a refused start', async () => {
@@ -239,7 +252,10 @@ describe('worker metrics and logs', { timeout: 300_000 }, () => {
     const refused = await run({ DATABASE_URL: '' }, () => false);
     expect(refused.code).toBe(2);
     expect(refused.lines.map(json)).toEqual([
-      { level: 'error', msg: 'DATABASE_URL: must be set to the Postgres URL that holds the endpoint records' },
+      {
+        level: 'error',
+        msg: 'DATABASE_URL: must be set to the Postgres URL that holds the endpoint records (or run `settle dev`, which a worker then joins)',
+      },
     ]);
     // A database that does not answer: the worker waits, saying so, in JSON.
     const waiting = await run({ DATABASE_URL: 'postgres://settle:x@127.0.0.1:1/settle' }, (out) => out.split('\n').length > 3);

@@ -174,7 +174,17 @@ describe('settle status right after a worker dies', { timeout: 240_000 }, () => 
     const lines = r.stdout.split('\n');
     expect(lines[1]).toMatch(/^the trajectory did not answer within 5 s: its worker is probably gone .*What its endpoint records say:$/);
     const row = lines.find((l) => l.includes(call.key.slice(0, 16)))!;
-    expect(row.split(/\s{2,}/)).toEqual(['0', 'deploy', 'bash_execute', call.key.slice(0, 16), 'IN_DOUBT', '1', expect.any(String)]);
+    // Its age counts from when its effect became unknown (the lease's expiry), with that moment.
+    expect(row.split(/\s{2,}/)).toEqual([
+      '0',
+      'deploy',
+      'bash_execute',
+      call.key.slice(0, 16),
+      'IN_DOUBT',
+      '1',
+      expect.stringMatching(/^\d+(s|m\d\ds)$/),
+      expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    ]);
     const json = JSON.parse((await runSettleAsync(['status', call.trajectoryId, '--json'], { env: cliEnv })).stdout) as Record<
       string,
       unknown

@@ -13,10 +13,12 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { SettleMetrics } from '../../activities/observability/metrics';
 import { loadTemporalTarget } from '../../client/connection';
 import { startMetricsServer } from '../../workers/metrics-server';
+import { SCRAPE_TARGETS_FILE, writeScrapeTargets } from '../../cli/dev-scrape-targets';
 
 const DIR = path.resolve('ops/prometheus');
 const RULES = path.join(DIR, 'settle-alerts.yml');
 const TESTS = path.join(DIR, 'settle-alerts.test.yml');
+const CONFIG = path.join(DIR, 'prometheus.yml');
 const PROMTOOL = process.env.SETTLE_PROMTOOL ?? 'promtool';
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-alerts-'));
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
@@ -30,7 +32,7 @@ function promtool(...args: string[]): { code: number | null; out: string } {
 describe('alert rules', () => {
   it('pass `promtool check rules` and their unit tests', () => {
     const checked = promtool('check', 'rules', RULES);
-    expect(checked.out).toContain('SUCCESS: 11 rules found');
+    expect(checked.out).toContain('SUCCESS: 12 rules found');
     expect(checked.code).toBe(0);
     const tested = promtool('test', 'rules', TESTS);
     expect(tested.out).toContain('SUCCESS');
@@ -65,5 +67,29 @@ describe('alert rules', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('the example Prometheus config is valid and discovers the workers settle dev writes to its file_sd file', () => {
+    const checked = promtool('check', 'config', CONFIG);
+    expect(checked.out).toContain('is valid prometheus config file syntax');
+    expect(checked.code).toBe(0);
+    // Its file_sd path, relative to the config, is the file settle dev writes.
+    const files = [...fs.readFileSync(CONFIG, 'utf8').matchAll(/^ +- (\S+\.json)$/gm)].map((m) => m[1]!);
+    expect(files.map((f) => path.resolve(DIR, f))).toEqual([SCRAPE_TARGETS_FILE]);
+    // The same layout in a scratch directory: what settle dev writes is what Prometheus discovers, under job "settle".
+    const ops = path.join(scratch, 'sd', 'ops', 'prometheus');
+    fs.mkdirSync(ops, { recursive: true });
+    fs.copyFileSync(CONFIG, path.join(ops, 'prometheus.yml'));
+    fs.copyFileSync(RULES, path.join(ops, 'settle-alerts.yml'));
+    writeScrapeTargets(['127.0.0.1:19464', '127.0.0.1:19465'], path.resolve(ops, files[0]!));
+    const discovered = spawnSync(PROMTOOL, ['check', 'service-discovery', '--timeout=5s', path.join(ops, 'prometheus.yml'), 'settle'], {
+      encoding: 'utf8',
+    });
+    expect(discovered.status).toBe(0);
+    const targets = JSON.parse(discovered.stdout) as { labels: Record<string, string> }[];
+    expect(targets.map((t) => [t.labels.job, t.labels.instance])).toEqual([
+      ['settle', '127.0.0.1:19464'],
+      ['settle', '127.0.0.1:19465'],
+    ]);
   });
 });

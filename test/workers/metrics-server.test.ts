@@ -9,6 +9,7 @@ import net from 'node:net';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startMetricsServer, type MetricsServer } from '../../workers/metrics-server';
 import { SettleMetrics } from '../../activities/observability/metrics';
+import { LeaseSweeper } from '../../activities/settled/lease-sweeper';
 import { loadTemporalTarget } from '../../client/connection';
 import { sql } from 'kysely';
 import { openTestDb, testStore, uniqueId } from '../support/env';
@@ -188,5 +189,52 @@ describe('metrics endpoint', () => {
     expect(age).toBeLessThan(7_200 + 600);
     await store.settle(key, claimed.generation, { as: 'NOT_EXECUTED' }, 'operator:metrics-test', 'test: settled');
     expect(value(await scrape(server), 'settle_oldest_in_doubt_age_seconds')!).toBeLessThan(7_200);
+  });
+
+  it('ages a lapsed lease, and the IN_DOUBT record it becomes, from the lease’s expiry, not from the sweep or the claim that noticed', async () => {
+    const server = await start({ gaugeMaxAgeMs: 0 });
+    const lapsed = async (label: string) => {
+      const key = crypto.randomBytes(32).toString('hex');
+      const claimed = await store.claim(
+        { key, trajectoryId: uniqueId(label), turn: 0, callId: 'c', tool: 'file_edit', args: {} },
+        { leaseMs: 60_000, holder: 'metrics-test' },
+      );
+      if (claimed.kind !== 'claimed') throw new Error(`not claimed: ${claimed.kind}`);
+      // Its holder died three hours ago: older than anything another test leaves behind in this run.
+      await sql`UPDATE settle_endpoint_records SET lease_until = now() - interval '3 hours', updated_at = now() - interval '3 hours 1 minute' WHERE key = ${key}`.execute(
+        db,
+      );
+      return key;
+    };
+    const swept = await lapsed('metrics-lapsed-sweep');
+    const reclaimed = await lapsed('metrics-lapsed-claim');
+    // While nothing has swept them, the lapsed-lease gauge ages them (a row lock keeps any running sweeper off them meanwhile).
+    await db.transaction().execute(async (trx) => {
+      await sql`SELECT 1 FROM settle_endpoint_records WHERE key IN (${swept}, ${reclaimed}) FOR UPDATE`.execute(trx);
+      const age = value(await scrape(server), 'settle_oldest_lapsed_lease_age_seconds')!;
+      expect(age).toBeGreaterThanOrEqual(10_800);
+      expect(age).toBeLessThan(10_800 + 600);
+    });
+    // One turned IN_DOUBT by a sweep (a sweeper that takes only leases lapsed over two hours: these), the other by a new claim.
+    expect(await new LeaseSweeper(store, { identity: 'metrics-test', graceMs: 7_200_000 }).sweepOnce()).toBeGreaterThanOrEqual(1);
+    const { trajectoryId } = (await store.get(reclaimed))!;
+    const again = await store.claim(
+      { key: reclaimed, trajectoryId, turn: 0, callId: 'c', tool: 'file_edit', args: {} },
+      { leaseMs: 60_000, holder: 'metrics-test-2' },
+    );
+    expect(again.kind).toBe('in_doubt');
+    for (const key of [swept, reclaimed]) {
+      const record = (await store.get(key))!;
+      expect(record.state).toBe('IN_DOUBT');
+      // Unknown since the lease expired (three hours ago), not since now.
+      expect(Date.now() - record.updatedAt.getTime()).toBeGreaterThanOrEqual(10_790_000);
+    }
+    const age = value(await scrape(server), 'settle_oldest_in_doubt_age_seconds')!;
+    expect(age).toBeGreaterThanOrEqual(10_800);
+    expect(age).toBeLessThan(10_800 + 600);
+    for (const key of [swept, reclaimed]) {
+      const record = (await store.get(key))!;
+      await store.settle(key, record.generation, { as: 'NOT_EXECUTED' }, 'operator:metrics-test', 'test: settled');
+    }
   });
 });
