@@ -74,7 +74,8 @@ async function startProcess(
     detached: true,
     ...(owner() ?? {}),
   });
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  // 'exit', not 'close': a backend that outlives its postmaster (a paused WAL sender) keeps stderr open.
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let log = '';
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
@@ -92,6 +93,8 @@ async function startProcess(
       if (child.exitCode === null && child.signalCode === null) child.kill(stopSignal);
       await exited;
     },
+    // PostgreSQL's backends are process-group leaders of their own (setsid): the group signal
+    // reaches the postmaster; its backends exit when they see it gone.
     crash: async (): Promise<void> => {
       try {
         process.kill(-child.pid!, 'SIGKILL');

@@ -32,6 +32,8 @@ export interface FailoverReport {
 
 export class ReplicatedRecordStore {
   private standbys = 1;
+  /** WAL senders paused by holdReplication: they die with their primary (a paused backend cannot see it gone). */
+  private held: number[] = [];
 
   private constructor(
     readonly replication: Replication,
@@ -64,12 +66,28 @@ export class ReplicatedRecordStore {
    * lost. The standby is promoted, the pooler follows it, and a new standby is cloned.
    */
   async failOver(lagMs: number): Promise<FailoverReport> {
-    const old = this.primary;
-    const sender = await asAdmin(old.adminUrl, (c) =>
+    await this.holdReplication();
+    await new Promise((r) => setTimeout(r, lagMs));
+    return this.failOverNow();
+  }
+
+  /**
+   * Pauses the primary's WAL sender (SIGSTOP): from now on the standby receives nothing, and
+   * synchronous commits wait. Only a failover (failOverNow) ends it: the paused process dies with its primary.
+   */
+  async holdReplication(): Promise<void> {
+    const sender = await asAdmin(this.primary.adminUrl, (c) =>
       c.query<{ pid: number }>("SELECT pid FROM pg_stat_replication WHERE state = 'streaming'"),
     );
-    for (const { pid } of sender.rows) process.kill(pid, 'SIGSTOP');
-    await new Promise((r) => setTimeout(r, lagMs));
+    for (const { pid } of sender.rows) {
+      process.kill(pid, 'SIGSTOP');
+      this.held.push(pid);
+    }
+  }
+
+  /** The primary SIGKILLed now, the standby promoted, the pooler re-pointed, a new standby cloned. */
+  async failOverNow(): Promise<FailoverReport> {
+    const old = this.primary;
     const seen = await asAdmin(old.adminUrl, async (c) => {
       const calls = await c.query<{ key: string }>("SELECT key FROM settle_endpoint_records WHERE state = 'IN_FLIGHT'");
       const lag = await c.query<{ bytes: string | null }>(
@@ -78,6 +96,7 @@ export class ReplicatedRecordStore {
       return { inFlight: calls.rows.map((r) => r.key), unsentBytes: Number(lag.rows[0]?.bytes ?? 0) };
     });
     await old.crash();
+    for (const pid of this.held.splice(0)) killQuietly(pid);
     promote(this.standby);
     this.primary = this.standby;
     this.bouncer.retarget(this.primary);
@@ -97,9 +116,18 @@ export class ReplicatedRecordStore {
   }
 
   async destroy(): Promise<void> {
+    for (const pid of this.held.splice(0)) killQuietly(pid);
     await this.bouncer.stop().catch(() => {});
     await this.standby.stop().catch(() => {});
     await this.primary.stop().catch(() => {});
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* already gone */
   }
 }
 
