@@ -25,6 +25,12 @@ const LANES: LaneSetup = {
   localFailpoints: 'file_edit.before_rename=sleep:300@0.6,file_edit.after_rename=sleep:300@0.6,bash_execute.after_run=sleep:1000@0.6',
 };
 
+/** Sleeps `ms`, or less if the fault window closes first (the run waits for its fault loop to end). */
+async function pause(ms: number, running: () => boolean): Promise<void> {
+  const until = Date.now() + ms;
+  while (running() && Date.now() < until) await sleep(Math.min(250, until - Date.now()));
+}
+
 /** Waits (at most `ms`) until some call is IN_FLIGHT: a fault that catches none measures nothing. */
 async function untilCallsInFlight(cluster: Cluster, running: () => boolean, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -35,23 +41,23 @@ async function untilCallsInFlight(cluster: Cluster, running: () => boolean, ms =
 const failovers =
   (firstMs: number, everyMs: number): FaultLoop =>
   async (cluster, random, running) => {
-    await sleep(firstMs);
+    await pause(firstMs, running);
     while (running()) {
       await untilCallsInFlight(cluster, running);
       if (!running()) return;
       await cluster.failOver(FAILOVER_LAG_MS);
-      await sleep(everyMs * (0.8 + random() * 0.4));
+      await pause(everyMs * (0.8 + random() * 0.4), running);
     }
   };
 
 /** PgBouncer SIGKILLed while calls are in flight, back 0.5–1.5 s later, every 5–10 s. */
 const poolerRestarts: FaultLoop = async (cluster, random, running) => {
-  await sleep(3_000);
+  await pause(3_000, running);
   while (running()) {
     await untilCallsInFlight(cluster, running);
     if (!running()) return;
     await cluster.restartPooler(500 + random() * 1_000);
-    await sleep(5_000 + random() * 5_000);
+    await pause(5_000 + random() * 5_000, running);
   }
 };
 
