@@ -83,7 +83,12 @@ describe('a failover of the record store in the middle of a call', { timeout: 18
     expect(seen).toContainEqual(expect.objectContaining({ event: 'record_written_back', state: 'COMPLETED', written: true }));
     const record = await store.get(call.key);
     expect(record).toMatchObject({ state: 'COMPLETED', generation: 1, result: 'done', intent: { n: 1 }, settledBy: 'worker:w1' });
-    expect((await store.events(call.key)).map((e) => [e.fromState, e.toState])).toEqual([['UNSEEN', 'COMPLETED']]);
+    // The completion refused (no record: its event says so), then the write-back.
+    const trail = await store.events(call.key);
+    expect(trail.map((e) => [e.fromState, e.toState, (e.detail as { op?: string }).op])).toEqual([
+      ['UNSEEN', 'UNSEEN', 'complete'],
+      ['UNSEEN', 'COMPLETED', 'write_back'],
+    ]);
 
     // Temporal's retry of the attempt (or a replay) finds the result: the effect is not run again.
     const retry = await runSettled(store, tool, call, { workspace: '/' }, { ...run, holder: 'w2' });
