@@ -3,6 +3,7 @@
  *
  *   npm run chaos                       every scenario (chaos/scenarios.ts FULL), ~15 min
  *   npm run chaos -- --quick            a short fixed set (QUICK), ~4 min
+ *   npm run chaos -- --production       the record store failed over and its pooler restarted (chaos/record-store-scenarios.ts)
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
  *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)
@@ -25,6 +26,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { settleBundleOptions } from '../workers/workflow-bundle';
 import { installRuntime } from '../workers/runtime';
 import { FULL, QUICK } from './scenarios';
+import { PRODUCTION } from './record-store-scenarios';
 import { runScenario } from './harness/scenario';
 import type { ScenarioResult } from './harness/scenario-types';
 import { markdownTable, textTable, verdict } from './harness/report';
@@ -37,14 +39,19 @@ async function main(): Promise<void> {
   const opts = new Command()
     .name('npm run chaos --')
     .option('--quick', 'the short fixed set', false)
+    .option('--production', 'the replicated record store failed over, its pooler restarted', false)
     .option('--only <names>', 'comma-separated scenario names')
     .option('--seed <n>', 'seed of the fault schedule and workload', '1')
     .option('--out <dir>', 'where results.json and results.md go', HERE)
     .option('--histories <dir>', "write every trajectory's workflow history there (JSON)")
     .option('--lane <lane>', 'run the scenarios in this lane only: local or activity (default: both)')
     .parse()
-    .opts<{ quick: boolean; only?: string; seed: string; out: string; histories?: string; lane?: string }>();
-  const catalog = opts.quick ? QUICK : FULL;
+    .opts<{ quick: boolean; production: boolean; only?: string; seed: string; out: string; histories?: string; lane?: string }>();
+  if (opts.quick && opts.production) {
+    console.error('--quick and --production: choose one set');
+    process.exit(2);
+  }
+  const catalog = opts.production ? PRODUCTION : opts.quick ? QUICK : FULL;
   const wanted = opts.only?.split(',').map((s) => s.trim());
   const unknown = wanted?.filter((n) => !catalog.some((s) => s.name === n)) ?? [];
   if (unknown.length) {
@@ -109,10 +116,10 @@ async function main(): Promise<void> {
   }
 
   console.log(textTable(results));
-  const name = opts.quick ? 'results-quick' : 'results';
+  const name = opts.production ? 'results-production' : opts.quick ? 'results-quick' : 'results';
   const meta = {
     generatedAt: new Date().toISOString(),
-    mode: opts.quick ? 'quick' : 'full',
+    mode: opts.production ? 'production' : opts.quick ? 'quick' : 'full',
     seed,
     host: `${os.cpus().length} cores, Node ${process.version}`,
     // Figures from a shared machine mean little without its load (1-minute load average).

@@ -47,6 +47,11 @@ export type CallEvent =
   | ({ event: 'probed'; generation: number; verdict: 'applied' | 'not_applied' | 'unknown'; final: boolean; detail: string } & CallRef)
   /** An approval decision whose operator credential the worker verified (the approveCall update). A3 calls wait before their claim: no generation. */
   | { event: 'approval_decided'; trajectoryId: string; key: string; generation: null; decision: 'approve' | 'deny'; approver: string }
+  /**
+   * An executor found the record of its own claim gone (a failover to a replica that never received
+   * it) and wrote it back with what it knows: COMPLETED with its result, or IN_DOUBT.
+   */
+  | ({ event: 'record_written_back'; generation: number; state: 'COMPLETED' | 'IN_DOUBT'; written: boolean } & CallRef)
   /** A write fenced out: its (key, generation) no longer holds the record. */
   | { event: 'fenced_write'; key: string; generation: number; op: FencedOp }
   /**

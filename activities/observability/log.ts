@@ -28,6 +28,8 @@ const LEVEL: Record<CallEvent['event'], string> = {
   probed: 'info',
   approval_decided: 'info',
   fenced_write: 'warn',
+  // The record store forgot a committed claim: a failover lost acknowledged writes.
+  record_written_back: 'error',
   settled: 'info',
 };
 

@@ -100,6 +100,11 @@ export class SettleMetrics {
     'Writes refused by fencing (a late or zombie executor), by operation.',
     () => ({ op: FENCED_OPS }),
   );
+  readonly writtenBack = new Family(
+    'settle_records_written_back_total',
+    'counter',
+    'Records an executor found gone at its outcome and wrote back (a failover lost committed claims), by state and whether the write-back applied.',
+  );
   readonly denials = new Family('settle_capability_denials_total', 'counter', 'Accesses refused by the capability, by component.');
   readonly malformed = new Family('settle_malformed_calls_total', 'counter', 'Proposed calls refused by validation, by tool.', byTool);
   readonly leaseFailures = new Family('settle_lease_renewals_failed_total', 'counter', 'Lease renewals refused or lost, by tool.', byTool);
@@ -171,6 +176,7 @@ export class SettleMetrics {
     this.released,
     this.settled,
     this.fenced,
+    this.writtenBack,
     this.denials,
     this.malformed,
     this.leaseFailures,
@@ -210,6 +216,8 @@ export class SettleMetrics {
         return;
       case 'fenced_write':
         return this.fenced.add({ op: e.op });
+      case 'record_written_back':
+        return this.writtenBack.add({ state: e.state, written: String(e.written) });
       case 'capability_denied':
         return this.denials.add({ component: e.component });
       case 'malformed_call':

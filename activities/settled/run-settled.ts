@@ -7,7 +7,7 @@
  * `heartbeat` callback, tests can drive it directly against Postgres.
  */
 import type { Actor, CallOutcome, ProbeVerdict } from '../../core/records';
-import type { ClaimRequest, ClaimResult, EndpointRecord, EndpointStore } from '../store/endpoint-store';
+import type { ClaimRequest, ClaimResult, EndpointRecord, EndpointStore, FencedWrite, WriteBack } from '../store/endpoint-store';
 import { isTransientDatabaseError } from '../store/database';
 import { failpoint } from '../failpoints';
 import { emitCallEvent, type CallRef } from '../observability/events';
@@ -138,11 +138,12 @@ export async function runSettled<Args, Intent, Result>(
   }
   const { generation } = claim;
   const durable = durableWriter(options);
+  const writeBack = writerBack(store, durable, ref, call, generation, plan.kind === 'proceed' ? plan.intent : null, actor);
 
   // From here on this executor owns (key, generation). Nothing below releases the key on an
   // exception unless the exception proves there was no effect.
   if (plan.kind === 'failed') return release(store, durable, ref, generation, plan.detail, actor);
-  if (plan.kind === 'answer') return finish(store, durable, ref, generation, plan.result, actor);
+  if (plan.kind === 'answer') return finish(store, durable, ref, generation, plan.result, actor, writeBack);
   const prepared = await preparing;
   if (prepared && !prepared.ok) {
     // A prepare that fails has had no effect (SettledTool.prepare): nothing to settle but the release.
@@ -174,7 +175,8 @@ export async function runSettled<Args, Intent, Result>(
       return release(store, durable, ref, generation, `${err.name}: ${err.message}`, actor, recorded);
     }
     const detail = `execution ended with an exception, effect unknown: ${errorMessage(err)}`;
-    const marked = await durable('mark in doubt', () => store.markInDoubt(call.key, generation, detail, actor));
+    let marked = await durable('mark in doubt', () => store.markInDoubt(call.key, generation, detail, actor));
+    if (!marked.ok) marked = (await writeBack(marked, { as: 'IN_DOUBT', detail })) ?? marked;
     if (marked.ok) {
       emitCallEvent({ event: 'in_doubt', generation, cause: 'exception', detail, ...ref });
       return { kind: 'in_doubt', generation, detail };
@@ -185,10 +187,38 @@ export async function runSettled<Args, Intent, Result>(
   await failpoint('settled.after_execute');
   // The effect happened and only this process knows its result: record it, however long the
   // database takes to come back (fenced by generation; a late completion settles an IN_DOUBT).
-  return finish(store, durable, ref, generation, result, actor, recorded);
+  return finish(store, durable, ref, generation, result, actor, writeBack, recorded);
 }
 
 type Durable = <T>(what: string, write: () => Promise<T>) => Promise<T>;
+
+/** Writes back a record found gone after a fenced write; null when the record is not gone (another holds it). */
+type WriterBack = (refused: FencedWrite & { ok: false }, outcome: WriteBack) => Promise<FencedWrite | null>;
+
+/**
+ * An outcome only this executor knows must not be dropped because the record store forgot the
+ * claim (a failover to a replica that never received it): a record gone, or back at NOT_EXECUTED
+ * before this claim's generation, is written back with that outcome — never over another's claim.
+ * Without it the call would read as never executed and its retry would run the effect again.
+ */
+function writerBack(
+  store: EndpointStore,
+  durable: Durable,
+  ref: CallRef,
+  call: ClaimRequest,
+  generation: number,
+  intent: unknown,
+  actor: Actor,
+): WriterBack {
+  return async (refused, outcome) => {
+    const current = refused.current;
+    const vanished = current === null || (current.state === 'NOT_EXECUTED' && current.generation < generation);
+    if (!vanished) return null;
+    const written = await durable('write back', () => store.writeBack(call, generation, intent, outcome, actor));
+    emitCallEvent({ event: 'record_written_back', generation, state: outcome.as, written: written.ok, ...ref });
+    return written;
+  };
+}
 
 /**
  * Sleeps until just after `leaseUntil` (database clock, read against this host's: a skew only
@@ -308,10 +338,12 @@ async function finish<Result>(
   generation: number,
   result: Result,
   actor: Actor,
+  writeBack: WriterBack,
   onRecorded?: () => Promise<void> | undefined,
 ): Promise<CallOutcome<Result>> {
   const { key } = ref;
-  const done = await durable('complete', () => store.complete(key, generation, result, actor));
+  let done = await durable('complete', () => store.complete(key, generation, result, actor));
+  if (!done.ok) done = (await writeBack(done, { as: 'COMPLETED', result })) ?? done;
   if (done.ok) {
     await onRecorded?.();
     emitCallEvent({ event: 'completed', generation, ...ref });

@@ -107,6 +107,12 @@ export type FencedWrite = { ok: true; record: EndpointRecord } | { ok: false; cu
 
 export type Settlement = { as: 'COMPLETED'; result: unknown } | { as: 'NOT_EXECUTED' };
 
+/** What the executor of a claim whose record vanished knows: the effect happened (its result), or not whether. */
+export type WriteBack = { as: 'COMPLETED'; result: unknown } | { as: 'IN_DOUBT'; detail: string };
+
+const WRITE_BACK_REASON =
+  'the record of this claim was gone at its outcome (a failover to a replica that never received it): written back by its executor';
+
 export interface ListFilter {
   state?: RecordState;
   trajectoryId?: string;
@@ -347,6 +353,38 @@ export class EndpointStore {
           'settle',
         )
       : this.transition(this.statements.settleNotExecuted, { key, generation, actor, detail, reason }, 'settle');
+  }
+
+  /**
+   * The executor of (call, generation) found its record gone — a failover promoted a replica that
+   * never received the claim — and writes it back with what it knows, in one statement with its
+   * event. Never over another's claim: only where the key is absent, or NOT_EXECUTED at an older
+   * generation (what this claim was taken from); otherwise refused, with the current state.
+   */
+  async writeBack(call: ClaimRequest, generation: number, intent: unknown, outcome: WriteBack, actor: Actor): Promise<FencedWrite> {
+    const completed = outcome.as === 'COMPLETED';
+    const detail = JSON.stringify({ op: 'write_back', reason: WRITE_BACK_REASON });
+    const { rows } = await sql<Row>`
+      with written as (
+        insert into ${sql.table(RECORDS)} as r
+          (key, trajectory_id, turn, call_id, tool, args, state, generation, lease_until, holder, intent, result, detail, settled_by, settle_reason)
+        values (${call.key}, ${call.trajectoryId}, ${call.turn}, ${call.callId}, ${call.tool}, ${JSON.stringify(call.args)}::jsonb,
+                ${outcome.as}, ${generation}, null, null, ${JSON.stringify(intent ?? null)}::jsonb,
+                ${completed ? JSON.stringify(outcome.result ?? null) : null}::jsonb, ${completed ? null : outcome.detail},
+                ${completed ? actor : null}, ${completed ? WRITE_BACK_REASON : null})
+        on conflict (key) do update set
+          state = excluded.state, generation = excluded.generation, lease_until = null, holder = null, intent = excluded.intent,
+          result = excluded.result, detail = excluded.detail, settled_by = excluded.settled_by, settle_reason = excluded.settle_reason,
+          updated_at = now()
+        where r.state = 'NOT_EXECUTED' and r.generation < excluded.generation
+        returning r.*, case when r.xmax::text = '0' then 'UNSEEN' else 'NOT_EXECUTED' end as from_state
+      ), event as (
+        insert into ${sql.table(EVENTS)} (key, generation, from_state, to_state, actor, detail)
+        select key, generation, from_state, state, ${actor}, ${detail}::jsonb from written
+      )
+      select * from written`.execute(this.db);
+    if (rows[0]) return { ok: true, record: toRecord(rows[0]) };
+    return { ok: false, current: await this.currentState(call.key) };
   }
 
   async get(key: string): Promise<EndpointRecord | undefined> {

@@ -6,6 +6,7 @@
 import path from 'node:path';
 import pg from 'pg';
 import { PostgresServer } from '../infra/postgres-server';
+import { ReplicatedRecordStore, type Replication } from '../infra/replicated-record-store';
 import { TemporalServer } from '../infra/temporal-server';
 import { WorkerProcess } from '../infra/worker-process';
 import {
@@ -38,7 +39,16 @@ function onDuty(): OnDuty {
 }
 
 export type FaultKind =
-  'sigkill' | 'zombie' | 'failpoint-kill' | 'worker-crash' | 'postgres-fast' | 'postgres-crash' | 'temporal-restart' | 'rolling-replace';
+  | 'sigkill'
+  | 'zombie'
+  | 'failpoint-kill'
+  | 'worker-crash'
+  | 'postgres-fast'
+  | 'postgres-crash'
+  | 'temporal-restart'
+  | 'rolling-replace'
+  | 'failover'
+  | 'pooler-restart';
 
 export interface Fault {
   kind: FaultKind;
@@ -52,11 +62,19 @@ export interface Fault {
   failpoint?: string;
   /** For an aimed SIGKILL: the key of the IN_FLIGHT call whose holder was chosen as the victim. */
   aimedAt?: string;
+  /** For a record-store fault: the calls IN_FLIGHT when it struck (a fault that caught none proves nothing). */
+  inFlight?: number;
 }
 
 export interface ClusterOptions {
   /** Where the PostgreSQL cluster (and the Temporal SQLite file) live. */
   dir: string;
+  /**
+   * The record store: a PostgreSQL 15 primary with a standby replicated this way, behind
+   * PgBouncer in transaction mode (chaos/infra/replicated-record-store.ts); default: one
+   * PostgreSQL the harness may stop and crash.
+   */
+  replicated?: Replication;
   workers: number;
   taskQueue: string;
   workflowBundlePath: string;
@@ -95,7 +113,9 @@ export class Cluster {
 
   private constructor(
     private readonly options: ClusterOptions,
-    readonly postgres: PostgresServer,
+    /** The single PostgreSQL, unless the record store is replicated. */
+    readonly postgres: PostgresServer | null,
+    readonly replicated: ReplicatedRecordStore | null,
     readonly temporal: TemporalServer | null,
     readonly temporalAddress: string,
   ) {
@@ -103,9 +123,10 @@ export class Cluster {
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {
-    const postgres = await PostgresServer.create(`${options.dir}/pg`);
+    const replicated = options.replicated ? await ReplicatedRecordStore.start(options.replicated) : null;
+    const postgres = replicated ? null : await PostgresServer.create(`${options.dir}/pg`);
     const temporal = options.temporalAddress ? null : await TemporalServer.start(options.dir);
-    const cluster = new Cluster(options, postgres, temporal, options.temporalAddress ?? temporal!.address);
+    const cluster = new Cluster(options, postgres, replicated, temporal, options.temporalAddress ?? temporal!.address);
     for (let i = 0; i < options.workers; i++) cluster.spawnWorker();
     // A loaded host (a shared CI runner, several suites at once) may take minutes to start three workers.
     await Promise.all(cluster.workers.map((w) => w.ready(180_000)));
@@ -114,13 +135,13 @@ export class Cluster {
   }
 
   get databaseUrl(): string {
-    return this.postgres.url;
+    return this.replicated?.url ?? this.postgres!.url;
   }
 
   private spawnWorker(): WorkerProcess {
     const worker = WorkerProcess.start({
       temporalAddress: this.temporalAddress,
-      databaseUrl: this.postgres.url,
+      databaseUrl: this.databaseUrl,
       taskQueue: this.options.taskQueue,
       workflowBundlePath: this.options.workflowBundlePath,
       failpoints: this.options.failpoints ?? '',
@@ -221,7 +242,7 @@ export class Cluster {
   /** The records IN_FLIGHT now, with their holders. */
   private async callsInFlight(): Promise<{ key: string; holder: string }[]> {
     if (!this.inspector) {
-      this.inspector = new pg.Pool({ connectionString: this.postgres.url, max: 1, connectionTimeoutMillis: 2_000 });
+      this.inspector = new pg.Pool({ connectionString: this.databaseUrl, max: 1, connectionTimeoutMillis: 2_000 });
       this.inspector.on('error', () => {}); // PostgreSQL restarted: the next query reconnects
     }
     const { rows } = await this.inspector.query<{ key: string; holder: string }>(
@@ -253,11 +274,36 @@ export class Cluster {
 
   /** PostgreSQL goes away (fast shutdown or kill -9) for `downMs`, then comes back. */
   async restartPostgres(mode: 'fast' | 'crash', downMs: number): Promise<void> {
+    const postgres = this.postgres;
+    if (!postgres) throw new Error('this cluster’s record store is replicated: fail it over instead');
     const at = Date.now();
-    await (mode === 'fast' ? this.postgres.stop() : this.postgres.crash());
+    await (mode === 'fast' ? postgres.stop() : postgres.crash());
     await sleep(downMs);
-    await this.postgres.start();
+    await postgres.start();
     this.faults.push({ kind: mode === 'fast' ? 'postgres-fast' : 'postgres-crash', at, until: Date.now() });
+  }
+
+  /** The calls IN_FLIGHT now (0 when the record store cannot be read). */
+  async inFlightCount(): Promise<number> {
+    return (await this.callsInFlight().catch(() => [])).length;
+  }
+
+  /** The replicated record store's primary dies and its standby takes over (ReplicatedRecordStore.failOver). */
+  async failOver(lagMs: number): Promise<void> {
+    if (!this.replicated) throw new Error('this cluster’s record store has no standby to fail over to');
+    const at = Date.now();
+    const { inFlight, unsentBytes } = await this.replicated.failOver(lagMs);
+    this.faults.push({ kind: 'failover', at, until: Date.now(), inFlight: inFlight.length });
+    this.log(`failover: ${inFlight.length} calls in flight, ${unsentBytes} bytes of WAL not sent to the standby; ${Date.now() - at} ms`);
+  }
+
+  /** PgBouncer in front of the replicated record store SIGKILLed and started again after `downMs`. */
+  async restartPooler(downMs: number): Promise<void> {
+    if (!this.replicated) throw new Error('this cluster has no pooler');
+    const inFlight = await this.inFlightCount();
+    const at = Date.now();
+    await this.replicated.restartPooler(downMs);
+    this.faults.push({ kind: 'pooler-restart', at, until: Date.now(), inFlight });
   }
 
   /** The Temporal server stops and starts again on its SQLite file. */
@@ -280,8 +326,9 @@ export class Cluster {
     if (this.watching) clearInterval(this.watching);
     await this.inspector?.end().catch(() => {});
     await Promise.all(this.workers.map((w) => w.kill()));
-    await this.postgres.start().catch(() => {});
-    await this.postgres.destroy();
+    await this.postgres?.start().catch(() => {});
+    await this.postgres?.destroy();
+    await this.replicated?.destroy();
     await this.temporal?.stop();
   }
 }

@@ -106,7 +106,8 @@ export function markdownTable(
   results: ScenarioResult[],
   meta: { generatedAt: string; mode: string; seed: number; host: string; load?: string; commit?: string; only?: string; lane?: string },
 ): string {
-  const command = ['npm run chaos', meta.mode === 'quick' || meta.only || meta.lane ? ' --' : '', meta.mode === 'quick' ? ' --quick' : '']
+  const set = meta.mode === 'quick' || meta.mode === 'production' ? ` --${meta.mode}` : '';
+  const command = ['npm run chaos', set || meta.only || meta.lane ? ' --' : '', set]
     .concat(meta.only ? [` --only ${meta.only}`] : [], meta.lane ? [` --lane ${meta.lane}`] : [])
     .join('');
   const lines = [

@@ -4,6 +4,7 @@
  */
 import type { Lane } from '../../core/tools/lanes';
 import type { Cluster, FaultKind } from './cluster';
+import type { Replication } from '../infra/replicated-record-store';
 import type { RecoveryFigures } from './metrics';
 
 /** How a scenario's tools are placed in each lane (lanes.ts inLane). */
@@ -63,6 +64,13 @@ export interface Scenario {
   faultsForMs?: number;
   /** Injects faults until `running()` turns false. */
   faults?: (cluster: Cluster, random: () => number, running: () => boolean) => Promise<void>;
+  /**
+   * The record store: a PostgreSQL 15 primary and a standby replicated this way, behind PgBouncer
+   * in transaction mode (chaos/infra/replicated-record-store.ts); default: one PostgreSQL.
+   */
+  recordStore?: Replication;
+  /** More environment for every worker (e.g. the operator's SETTLE_RECORD_DURABILITY override). */
+  workerEnv?: NodeJS.ProcessEnv;
   /** Lease for the trajectories (default: settle's default). */
   leaseMs?: number;
   /** Give up waiting for the workload after this long. */

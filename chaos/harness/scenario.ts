@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { openDatabase } from '../../activities/store/database';
+import { openDatabase, useUnnamedStatements } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
 import { SettleClient } from '../../client/index';
 import { Cluster, type Fault } from './cluster';
@@ -34,7 +34,8 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     dir,
     workers: scenario.workers,
     taskQueue: `chaos-${name}-${env.seed}`,
-    env: laneEnv(scenario),
+    env: { ...laneEnv(scenario), ...scenario.workerEnv },
+    ...(scenario.recordStore ? { replicated: scenario.recordStore } : {}),
     workflowBundlePath: env.workflowBundlePath,
     ...(env.workerEntry ? { workerEntry: env.workerEntry } : {}),
     ...(scenario.failpoints ? { failpoints: scenario.failpoints } : {}),
@@ -45,6 +46,8 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
   const connection = await Connection.connect({ address: cluster.temporalAddress });
   const settle = new SettleClient(new Client({ connection }), `chaos-${name}-${env.seed}`);
   const db = openDatabase(cluster.databaseUrl, { max: 4 });
+  // PgBouncer in transaction mode (a replicated record store) shares server sessions.
+  if (cluster.replicated) useUnnamedStatements(db);
   const store = new EndpointStore(db);
   try {
     const plans = planTrajectories({
@@ -155,6 +158,8 @@ function summarize(
   for (const f of faults) {
     const name = f.failpoint ? `${f.kind}@${f.failpoint}` : f.aimedAt ? `${f.kind}@in-flight-call` : f.kind;
     faultCounts[name] = (faultCounts[name] ?? 0) + 1;
+    // A record-store fault that caught no call proves nothing: how many it caught is reported.
+    if (f.inFlight !== undefined) faultCounts[`${f.kind}: calls in flight`] = (faultCounts[`${f.kind}: calls in flight`] ?? 0) + f.inFlight;
   }
   // pg_stat_statements keeps its counts across a fast shutdown, not across a crash.
   const crashed = faults.some((f) => f.kind === 'postgres-crash');

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { runSettle } from '../support/cli';
-import { startPrimary, startStandby, type Pg15Server } from '../support/postgres15';
+import { startPrimary, startStandby, type Pg15Server } from '../../chaos/infra/postgres15';
 
 const servers: Pg15Server[] = [];
 afterAll(async () => {

@@ -11,7 +11,7 @@ import { EndpointStore } from '../../activities/store/endpoint-store';
 import { deriveKey } from '../../core/key';
 import { EXPORTER_APPLICATION_NAME, GaugeExporterLock } from '../../workers/gauge-exporter';
 import { checkRecordStoreAtStart } from '../../workers/record-store-check';
-import { asAdmin, startPgBouncer, startPrimary, type PgBouncer, type Pg15Server } from '../support/postgres15';
+import { asAdmin, startPgBouncer, startPrimary, type PgBouncer, type Pg15Server } from '../../chaos/infra/postgres15';
 
 let primary: Pg15Server;
 const bouncers: Partial<Record<'session' | 'transaction' | 'statement', PgBouncer>> = {};

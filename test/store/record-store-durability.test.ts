@@ -9,7 +9,7 @@ import { checkRecordStoreAtStart, RecordStoreRefused } from '../../workers/recor
 import type { Worker } from '@temporalio/worker';
 import { createSettleWorker } from '../../workers/create-worker';
 import { SettlePlugin } from '../../workers/settle-plugin';
-import { asAdmin, setSynchronousStandbyNames, startPrimary, startStandby, waitFor, type Pg15Server } from '../support/postgres15';
+import { asAdmin, setSynchronousStandbyNames, startPrimary, startStandby, waitFor, type Pg15Server } from '../../chaos/infra/postgres15';
 
 let primary: Pg15Server;
 let standby: Pg15Server | undefined;

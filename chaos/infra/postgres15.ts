@@ -1,7 +1,9 @@
 /**
- * Throw-away PostgreSQL 15 clusters and PgBouncers for the production-topology checks: a primary,
+ * Throw-away PostgreSQL 15 clusters and PgBouncers for the production-topology checks (test/store,
+ * test/cli) and the chaos harness's replicated record store (replicated-record-store.ts): a primary,
  * streaming replicas made with pg_basebackup, and a pooler in front, each on a free loopback port
- * in a temporary directory. The Debian packages' binaries (postgresql-15, pgbouncer; npm test's
+ * in a temporary directory. A server can be crashed (SIGKILL of its process group) and a standby
+ * promoted; a pooler re-pointed (RELOAD), killed and started again on its port. The Debian packages' binaries (postgresql-15, pgbouncer; npm test's
  * pretest installs them); never the machine's own running server. As root, every program runs as
  * the `postgres` OS user (neither PostgreSQL nor PgBouncer runs as root).
  */
@@ -64,9 +66,16 @@ async function startProcess(
   args: string[],
   ready: RegExp,
   stopSignal: NodeJS.Signals = 'SIGINT',
-): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(program, args, { env: postgresEnvironment(), stdio: ['ignore', 'ignore', 'pipe'], ...(owner() ?? {}) });
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+): Promise<{ child: ChildProcess; stop(): Promise<void>; crash(): Promise<void> }> {
+  // Its own process group: a crash takes the postmaster and every backend at once, as a host dies.
+  const child = spawn(program, args, {
+    env: postgresEnvironment(),
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+    ...(owner() ?? {}),
+  });
+  // 'exit', not 'close': a backend that outlives its postmaster (a paused WAL sender) keeps stderr open.
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let log = '';
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
@@ -84,27 +93,54 @@ async function startProcess(
       if (child.exitCode === null && child.signalCode === null) child.kill(stopSignal);
       await exited;
     },
+    // PostgreSQL's backends are process-group leaders of their own (setsid): the group signal
+    // reaches the postmaster; its backends exit when they see it gone.
+    crash: async (): Promise<void> => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+      await exited;
+      // Backends of the group may outlive the postmaster by a moment.
+      for (let i = 0; i < 250 && groupAlive(child.pid!); i++) await new Promise((r) => setTimeout(r, 20));
+    },
   };
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export interface Pg15Server {
   port: number;
+  /** The data directory (pg_ctl promote names it). */
+  dataDir: string;
   /** settle's connection (unprivileged role). */
   url: string;
   /** The cluster's superuser, for the test's own setup. */
   adminUrl: string;
   stop(): Promise<void>;
+  /** SIGKILL of the postmaster and its backends (the data directory stays, for an autopsy or a restart). */
+  crash(): Promise<void>;
 }
 
-function server(port: number, dir: string, stopProcess: () => Promise<void>): Pg15Server {
+function server(port: number, dir: string, proc: { stop(): Promise<void>; crash(): Promise<void> }): Pg15Server {
   return {
     port,
+    dataDir: path.join(dir, 'data'),
     url: `postgres://${SETTLE_ROLE}@127.0.0.1:${port}/settle`,
     adminUrl: `postgres://postgres@127.0.0.1:${port}/settle`,
     stop: async () => {
-      await stopProcess();
+      await proc.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
+    crash: () => proc.crash(),
   };
 }
 
@@ -158,7 +194,7 @@ export async function startPrimary(options: PrimaryOptions = {}): Promise<Pg15Se
     ['-D', data, '-p', String(port), ...SERVER_FLAGS, ...extraFlags],
     /ready to accept connections/,
   );
-  const primary = server(port, dir, () => proc.stop());
+  const primary = server(port, dir, proc);
   await asAdmin(`postgres://postgres@127.0.0.1:${port}/postgres`, async (c) => {
     await c.query(`CREATE ROLE ${SETTLE_ROLE} LOGIN`);
     await c.query(`CREATE DATABASE settle OWNER ${SETTLE_ROLE}`);
@@ -198,7 +234,7 @@ export async function startStandby(primary: Pg15Server, name: string): Promise<P
     /ready to accept read-only connections/,
   );
   await waitFor(primary.adminUrl, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${name}' AND state = 'streaming'`);
-  return server(port, dir, () => proc.stop());
+  return server(port, dir, proc);
 }
 
 /** Sets synchronous_standby_names on the running primary (ALTER SYSTEM, reload), as an operator does. */
@@ -230,9 +266,23 @@ export async function asAdmin<T>(url: string, work: (client: pg.Client) => Promi
   }
 }
 
+/**
+ * Promotes a standby to primary (`pg_ctl promote`, waiting until it accepts writes): what a
+ * failover manager does once it has decided the primary is gone.
+ */
+export function promote(standby: Pg15Server): void {
+  run(path.join(PG15_BIN, 'pg_ctl'), ['promote', '-D', standby.dataDir, '-w', '-t', '60']);
+}
+
 export interface PgBouncer {
   /** settle's connection through the pooler. */
   url: string;
+  /** Points the pooler at another server (its [databases] line rewritten, then RELOAD: SIGHUP). */
+  retarget(target: Pg15Server): void;
+  /** SIGKILL of the pooler: every client connection drops at once. */
+  crash(): Promise<void>;
+  /** Starts it again on the same port and settings (after crash). */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -246,29 +296,44 @@ export async function startPgBouncer(target: Pg15Server, mode: 'session' | 'tran
     fs.writeFileSync(path.join(dir, name), text, { mode: 0o600 });
     if (o) fs.chownSync(path.join(dir, name), o.uid, o.gid);
   };
+  const configure = (server: Pg15Server) =>
+    write(
+      'pgbouncer.ini',
+      [
+        '[databases]',
+        `settle = host=127.0.0.1 port=${server.port} dbname=settle`,
+        '[pgbouncer]',
+        'listen_addr = 127.0.0.1',
+        `listen_port = ${port}`,
+        'unix_socket_dir =',
+        'auth_type = trust',
+        `auth_file = ${path.join(dir, 'userlist.txt')}`,
+        `pool_mode = ${mode}`,
+        'default_pool_size = 10',
+        'max_client_conn = 200',
+        'ignore_startup_parameters = extra_float_digits',
+        // After a failed login to a dead server, try again within a second (default 15 s), and
+        // give up a connection attempt after 2 s: a failover is then seen at once.
+        'server_login_retry = 1',
+        'server_connect_timeout = 2',
+        '',
+      ].join('\n'),
+    );
   write('userlist.txt', `"${SETTLE_ROLE}" ""\n`);
-  write(
-    'pgbouncer.ini',
-    [
-      '[databases]',
-      `settle = host=127.0.0.1 port=${target.port} dbname=settle`,
-      '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = trust',
-      `auth_file = ${path.join(dir, 'userlist.txt')}`,
-      `pool_mode = ${mode}`,
-      'default_pool_size = 10',
-      'max_client_conn = 200',
-      'ignore_startup_parameters = extra_float_digits',
-      '',
-    ].join('\n'),
-  );
+  configure(target);
+  const ini = path.join(dir, 'pgbouncer.ini');
   // SIGTERM: PgBouncer's immediate shutdown (SIGINT would wait for every client to finish).
-  const proc = await startProcess(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')], /process up/, 'SIGTERM');
+  let proc = await startProcess(PGBOUNCER, [ini], /process up/, 'SIGTERM');
   return {
     url: `postgres://${SETTLE_ROLE}@127.0.0.1:${port}/settle`,
+    retarget: (server) => {
+      configure(server);
+      proc.child.kill('SIGHUP');
+    },
+    crash: () => proc.crash(),
+    start: async () => {
+      proc = await startProcess(PGBOUNCER, [ini], /process up/, 'SIGTERM');
+    },
     stop: async () => {
       await proc.stop();
       fs.rmSync(dir, { recursive: true, force: true });
