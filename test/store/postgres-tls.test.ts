@@ -15,7 +15,7 @@ import { assertReachable, openDatabase } from '../../activities/store/database';
 import { readDatabaseTls } from '../../core/database-tls';
 import { runSettle } from '../support/cli';
 import { createLocalCa, type LocalCa } from '../support/local-ca';
-import { startPrimary, type Pg15Server } from '../support/postgres15';
+import { startPrimary, type Pg15Server } from '../../chaos/infra/postgres15';
 import { killWorkerProcesses, startWorkerProcess } from '../support/worker-process';
 import { tempWorkspace, testWorkspaceRoot, uniqueId } from '../support/env';
 

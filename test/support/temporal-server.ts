@@ -15,7 +15,7 @@ import { SEARCH_ATTRIBUTES } from '../../core/search-attributes';
 import { SETTLE_DIR } from '../../stack/paths';
 import { freePorts, isListening } from '../../stack/ports';
 import { lowFreePorts, temporalServerConfig, type FrontendTls } from '../../stack/temporal-server-config';
-import { startPrimary, type Pg15Server } from './postgres15';
+import { startPrimary, type Pg15Server } from '../../chaos/infra/postgres15';
 
 const VERSION = 'v1.29.1';
 const BIN = path.join(SETTLE_DIR, 'bin');
