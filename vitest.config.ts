@@ -23,6 +23,7 @@ export const SLOW_TESTS: string[] = [
   'test/capability/operator-authority.test.ts', // a shell call left in doubt by a killed worker process
   'test/e2e/operating.test.ts', // a shell call in doubt, a worker that dies under `settle status`
   'test/cli/dev-workers.test.ts', // `settle dev --workers 2`, workers SIGKILLed
+  'test/e2e/observability.test.ts', // a worker process's metrics and logs
 ];
 
 /** The production lane's own files need its server and workers (npm run test:production). */
