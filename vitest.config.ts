@@ -6,9 +6,10 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * The slow files: scenario-style suites that kill and restart worker processes, wait out leases
- * and timeouts, or pack and install settle into a project of its own. They run only in
- * `npm run test:all`. The rule: a whole directory when it holds such scenarios (a new file there
- * is slow too), otherwise the single file. Measured per file in bench/results-test-durations.md.
+ * and timeouts, drive a browser, or pack and install settle into a project of its own. They run
+ * only in `npm run test:all`. The rule: a whole directory (or name pattern) where such scenarios
+ * live, so a new file there is slow too; elsewhere a single file only when it is such a scenario
+ * and takes half a minute or more. Measured per file in bench/results-test-durations.md.
  */
 export const SLOW_TESTS: string[] = [
   // Directories of scenarios.
@@ -18,14 +19,11 @@ export const SLOW_TESTS: string[] = [
   'test/package/**', // settle packed and installed offline into a project of its own
   'test/examples/**', // an example project built with its own tsc, its worker SIGKILLed
   'test/ai-sdk/**', // an AI SDK agent's worker SIGKILLed after the order was applied
-  // Single scenario files among fast ones.
-  'test/e2e/operating.test.ts', // a shell call in doubt, a worker that dies under `settle status`
-  'test/e2e/observability.test.ts', // a worker process's metrics and logs
-  'test/e2e/local-lane.test.ts', // local activities, workers SIGKILLed
+  // Single scenario files among fast ones, each about half a minute or more on two quiet cores.
   'test/capability/operator-authority.test.ts', // a shell call left in doubt by a killed worker process
+  'test/e2e/operating.test.ts', // a shell call in doubt, a worker that dies under `settle status`
   'test/cli/dev-workers.test.ts', // `settle dev --workers 2`, workers SIGKILLed
-  'test/plugin/worker-kill.test.ts',
-  'test/tools/http-request-kill.test.ts',
+  'test/e2e/observability.test.ts', // a worker process's metrics and logs
 ];
 
 /** The production lane's own files need its server and workers (npm run test:production). */

@@ -3,6 +3,10 @@
  * (`SLOW_TESTS` in vitest.config.ts, only in `npm run test:all`), slowest first, with each
  * group's total: the numbers behind the split.
  *
+ * A file's time is from the previous file's end to its own: the suite runs one file at a time (one
+ * fork on two cores), and the report's own startTime is its first test's, after its imports and
+ * beforeAll hooks (packing settle, starting workers), which are often most of a scenario's time.
+ *
  *   npx vitest run --config vitest.all.config.ts --reporter=default --reporter=json --outputFile=.settle/durations.json
  *   node --import tsx scripts/test-durations.ts .settle/durations.json
  */
@@ -12,7 +16,8 @@ import picomatch from 'picomatch';
 import { SLOW_TESTS } from '../vitest.config';
 
 interface Report {
-  testResults: { name: string; startTime: number; endTime: number; status: string }[];
+  startTime: number;
+  testResults: { name: string; endTime: number; status: string }[];
 }
 
 const file = process.argv[2];
@@ -22,10 +27,14 @@ if (!file) {
 }
 const report = JSON.parse(fs.readFileSync(file, 'utf8')) as Report;
 const isSlow = picomatch(SLOW_TESTS);
-const rows = report.testResults
+let previousEnd = report.startTime;
+const rows = [...report.testResults]
+  .sort((a, b) => a.endTime - b.endTime)
   .map((r) => {
     const name = path.relative(process.cwd(), r.name);
-    return { name, seconds: (r.endTime - r.startTime) / 1000, group: isSlow(name) ? 'slow' : 'fast', status: r.status };
+    const seconds = (r.endTime - previousEnd) / 1000;
+    previousEnd = r.endTime;
+    return { name, seconds, group: isSlow(name) ? 'slow' : 'fast', status: r.status };
   })
   .sort((a, b) => b.seconds - a.seconds);
 
