@@ -157,6 +157,12 @@ describe('workers on several hosts', { timeout: 300_000 }, () => {
     await new Promise((r) => setTimeout(r, 36_000));
     expect([0, 1, 2].map(onA)).toEqual(atKill);
     for (const i of [0, 1, 2]) expect(edits(path.join(disks.b, names[i]!, 'app.txt'))).toEqual([]);
+    // What a waiting trajectory says (its current details, as `settle status` shows them).
+    const waiting = [0, 1, 2].find((i) => atKill[i]! < EDITS)!;
+    const metadata = await settle.client.workflow
+      .getHandle(ids[waiting]!)
+      .query<{ currentDetails?: string | null }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toMatch(new RegExp(`waits for host ${idA}, which holds its workspace: no worker took it from queue`));
 
     // Host A comes back (same disk, so the same derived host id); everything finishes.
     hostA = startHost('host-a-again', disks.a, root, taskQueue);
