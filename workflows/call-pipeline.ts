@@ -144,19 +144,18 @@ function lanesOf(ctx: CallContext): Promise<Readonly<Record<string, LaneChoice>>
  * checks the workspace itself, as before hosts.
  */
 function hostOf(ctx: CallContext): Promise<WorkspaceHost | null> {
-  ctx.state.workspaceHost ??= locateWorkspace.executeWithOptions(
-    { ...LOCATE_OPTIONS, summary: `locate workspace ${ctx.input.workspace}` },
-    [{ workspace: ctx.input.workspace }],
-  ).catch((err: unknown) => {
-    if (isCancellation(err)) throw err;
-    log.warn('no host answered for the workspace: its calls go to the shared queue', {
-      event: 'workspace_host_unknown',
-      trajectoryId: ctx.trajectoryId,
-      workspace: ctx.input.workspace,
-      error: asError(err).message,
+  ctx.state.workspaceHost ??= locateWorkspace
+    .executeWithOptions({ ...LOCATE_OPTIONS, summary: `locate workspace ${ctx.input.workspace}` }, [{ workspace: ctx.input.workspace }])
+    .catch((err: unknown) => {
+      if (isCancellation(err)) throw err;
+      log.warn('no host answered for the workspace: its calls go to the shared queue', {
+        event: 'workspace_host_unknown',
+        trajectoryId: ctx.trajectoryId,
+        workspace: ctx.input.workspace,
+        error: asError(err).message,
+      });
+      return null;
     });
-    return null;
-  });
   return ctx.state.workspaceHost;
 }
 
@@ -187,7 +186,17 @@ export interface ValidatedCall {
  */
 export function settleValidCall(ctx: CallContext, report: CallReport, call: ValidatedCall): Promise<CallReport> {
   if (call.level === 'A0')
-    return runReadOnly(ctx, report, report.tool, call.args, call.key, call.summary, call.countInActivity, call.lane ?? ACTIVITY_LANE, call.host);
+    return runReadOnly(
+      ctx,
+      report,
+      report.tool,
+      call.args,
+      call.key,
+      call.summary,
+      call.countInActivity,
+      call.lane ?? ACTIVITY_LANE,
+      call.host,
+    );
   if (call.level === 'A3') return runApproved(ctx, report, call);
   return new SettledCall(ctx, report, settledCallOptions(call, undefined)).run();
 }
