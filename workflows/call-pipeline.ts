@@ -59,6 +59,7 @@ const LOCATE_OPTIONS = {
   retry: { initialInterval: '200 milliseconds', maximumInterval: '2 seconds', maximumAttempts: 12 },
 } as const;
 const { locateWorkspace } = proxyActivities<SettleActivities>(LOCATE_OPTIONS);
+const { locateWorkspace: locateWorkspaceLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
 const { runReadOnlyTool: runReadOnlyToolLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
 
 /** A call that passed validation: its catalog tool, level and the arguments as they will execute. */
@@ -144,8 +145,16 @@ function lanesOf(ctx: CallContext): Promise<Readonly<Record<string, LaneChoice>>
  * checks the workspace itself, as before hosts.
  */
 function hostOf(ctx: CallContext): Promise<WorkspaceHost | null> {
-  ctx.state.workspaceHost ??= locateWorkspace
-    .executeWithOptions({ ...LOCATE_OPTIONS, summary: `locate workspace ${ctx.input.workspace}` }, [{ workspace: ctx.input.workspace }])
+  const request = [{ workspace: ctx.input.workspace }] as const;
+  const summary = `locate workspace ${ctx.input.workspace}`;
+  // First the workflow's own worker (one marker, no task round trip: on a single host it holds
+  // the workspace); where it does not, the workers of the shared queue in turn.
+  ctx.state.workspaceHost ??= locateWorkspaceLocally
+    .executeWithOptions({ startToCloseTimeout: '2 seconds', retry: { maximumAttempts: 1 }, summary }, [...request])
+    .catch((err: unknown) => {
+      if (isCancellation(err)) throw err;
+      return locateWorkspace.executeWithOptions({ ...LOCATE_OPTIONS, summary }, [...request]);
+    })
     .catch((err: unknown) => {
       if (isCancellation(err)) throw err;
       log.warn('no host answered for the workspace: its calls go to the shared queue', {
