@@ -181,7 +181,9 @@ describe('workers on several hosts', { timeout: 300_000 }, () => {
     const metadata = await settle.client.workflow
       .getHandle(ids[waiting]!)
       .query<{ currentDetails?: string | null }>('__temporal_workflow_metadata');
-    expect(metadata.currentDetails).toMatch(new RegExp(`waits for host ${idA}, which holds its workspace: no worker took it from queue`));
+    expect(metadata.currentDetails, String(metadata.currentDetails)).toMatch(
+      new RegExp(`waits for host ${idA}, which holds its workspace: no worker took it from queue`),
+    );
 
     // Host A comes back (same disk, so the same derived host id); everything finishes.
     hostA = startHost('host-a-again', disks.a, root, taskQueue);
