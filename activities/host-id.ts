@@ -31,7 +31,12 @@ export function derivedHostId(workspaceRoot: string): string {
   })();
   const parts = [machineId(), os.hostname(), root];
   const digest = crypto.createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 12);
-  const name = os.hostname().replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[^A-Za-z0-9]+/, '').slice(0, 40) || 'host';
+  const name =
+    os
+      .hostname()
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .replace(/^[^A-Za-z0-9]+/, '')
+      .slice(0, 40) || 'host';
   return `${name}-${digest}`;
 }
 

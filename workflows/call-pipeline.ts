@@ -60,6 +60,7 @@ const LOCATE_OPTIONS = {
   retry: { initialInterval: '200 milliseconds', maximumInterval: '2 seconds', maximumAttempts: 12 },
 } as const;
 const { locateWorkspace } = proxyActivities<SettleActivities>(LOCATE_OPTIONS);
+const { locateWorkspace: locateWorkspaceLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
 const { runReadOnlyTool: runReadOnlyToolLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
 
 /** A call that passed validation: its catalog tool, level and the arguments as they will execute. */
@@ -145,19 +146,26 @@ function lanesOf(ctx: CallContext): Promise<Readonly<Record<string, LaneChoice>>
  * checks the workspace itself, as before hosts.
  */
 function hostOf(ctx: CallContext): Promise<WorkspaceHost | null> {
-  ctx.state.workspaceHost ??= locateWorkspace.executeWithOptions(
-    { ...LOCATE_OPTIONS, summary: `locate workspace ${ctx.input.workspace}` },
-    [{ workspace: ctx.input.workspace }],
-  ).catch((err: unknown) => {
-    if (isCancellation(err)) throw err;
-    log.warn('no host answered for the workspace: its calls go to the shared queue', {
-      event: 'workspace_host_unknown',
-      trajectoryId: ctx.trajectoryId,
-      workspace: ctx.input.workspace,
-      error: asError(err).message,
+  const request = [{ workspace: ctx.input.workspace }] as const;
+  const summary = `locate workspace ${ctx.input.workspace}`;
+  // First the workflow's own worker (one marker, no task round trip: on a single host it holds
+  // the workspace); where it does not, the workers of the shared queue in turn.
+  ctx.state.workspaceHost ??= locateWorkspaceLocally
+    .executeWithOptions({ startToCloseTimeout: '2 seconds', retry: { maximumAttempts: 1 }, summary }, [...request])
+    .catch((err: unknown) => {
+      if (isCancellation(err)) throw err;
+      return locateWorkspace.executeWithOptions({ ...LOCATE_OPTIONS, summary }, [...request]);
+    })
+    .catch((err: unknown) => {
+      if (isCancellation(err)) throw err;
+      log.warn('no host answered for the workspace: its calls go to the shared queue', {
+        event: 'workspace_host_unknown',
+        trajectoryId: ctx.trajectoryId,
+        workspace: ctx.input.workspace,
+        error: asError(err).message,
+      });
+      return null;
     });
-    return null;
-  });
   return ctx.state.workspaceHost;
 }
 
@@ -188,7 +196,17 @@ export interface ValidatedCall {
  */
 export function settleValidCall(ctx: CallContext, report: CallReport, call: ValidatedCall): Promise<CallReport> {
   if (call.level === 'A0')
-    return runReadOnly(ctx, report, report.tool, call.args, call.key, call.summary, call.countInActivity, call.lane ?? ACTIVITY_LANE, call.host);
+    return runReadOnly(
+      ctx,
+      report,
+      report.tool,
+      call.args,
+      call.key,
+      call.summary,
+      call.countInActivity,
+      call.lane ?? ACTIVITY_LANE,
+      call.host,
+    );
   if (call.level === 'A3') return runApproved(ctx, report, call);
   return new SettledCall(ctx, report, settledCallOptions(call, undefined)).run();
 }

@@ -142,6 +142,8 @@ export class SettledCall {
   /** The activity options that send an attempt or a probe to the workspace's host (none: the shared queue). */
   private readonly onHost: { taskQueue?: string };
   private readonly attemptOnHost: { taskQueue?: string; scheduleToStartTimeout?: number };
+  /** What the call waits for while its workspace's host took no attempt in time (null: it did). */
+  private hostAway: string | null = null;
 
   constructor(
     private readonly ctx: CallContext,
@@ -180,6 +182,7 @@ export class SettledCall {
           outcome = settled;
         }
       }
+      this.hostAway = null;
       switch (outcome.kind) {
         case 'completed':
           this.completed(outcome.result, outcome.replayed);
@@ -216,7 +219,8 @@ export class SettledCall {
     const { input } = this.ctx;
     const leaseMs = input.leaseMs ?? DEFAULT_LEASE_MS;
     this.report.attempts++;
-    this.state.publish('running', `turn ${this.report.turn}: ${this.summary}`);
+    // While the workspace's host is away, its details stay what the call waits for.
+    this.state.publish('running', this.hostAway ?? `turn ${this.report.turn}: ${this.summary}`);
     const request = this.request(leaseMs);
     const summary = this.attemptSummary();
     const asActivity = () =>
@@ -281,11 +285,10 @@ export class SettledCall {
    * on another host refuses anything else (SettleWrongHost) and the call waits again (null).
    */
   private async awayFromHost(host: WorkspaceHost): Promise<CallOutcome<Observation> | null> {
-    this.state.publish(
-      'running',
+    this.hostAway =
       `call ${this.short}… waits for host ${host.host}, which holds its workspace: no worker took it from queue ${host.queue} ` +
-        `within ${HOST_WAIT_MS / 1000} s (the host is down, or its queue has no poller). It runs only there; an operator may settle it meanwhile.`,
-    );
+      `within ${HOST_WAIT_MS / 1000} s (the host is down, or its queue has no poller). It runs only there; an operator may settle it meanwhile.`;
+    this.state.publish('running', this.hostAway);
     this.report.attempts++;
     try {
       return await executeToolCall.executeWithOptions(

@@ -9,19 +9,25 @@ import { ApplicationFailure } from '@temporalio/common';
 export function hostActivities(ctx: ActivityContext) {
   return {
     /**
-     * This worker's host and its queue, when the workspace is an existing directory here; else a
-     * retryable refusal, so another attempt asks another worker of the shared queue. A trajectory
+     * The host a call of the trajectory was claimed on, whichever worker asks; else this worker's
+     * host and its queue, when the workspace is an existing directory here (null: this worker polls
+     * no host queue, so nothing is routed); else a retryable refusal, so another attempt asks another worker of the shared queue. A trajectory
      * asks once per run and records the answer: its workspace calls go to that host's queue.
      */
-    async locateWorkspace(input: { workspace: string }): Promise<WorkspaceHost> {
-      if (!ctx.pollsHostQueue) {
-        throw ApplicationFailure.retryable(`this worker polls no host queue (host ${ctx.host}): another worker answers`, FAILURE.WrongHost);
-      }
+    async locateWorkspace(input: { workspace: string }): Promise<WorkspaceHost | null> {
+      const { taskQueue, workflowExecution } = Context.current().info;
+      // A call of this trajectory was claimed already (an earlier run, or a workflow task whose
+      // answer was lost with its worker): its evidence is on that host, so that is the host.
+      const claimed = workflowExecution ? await ctx.store.hostOfTrajectory(workflowExecution.workflowId) : null;
+      if (claimed) return { host: claimed, queue: hostQueue(taskQueue, claimed) };
+      // A worker that polls no host queue (SettlePlugin's) routes nothing: its calls go to the
+      // shared queue, where each worker checks the workspace and the record's host itself.
+      if (!ctx.pollsHostQueue) return null;
       const refusal = await workspaceRefusal(input.workspace, ctx.policy.workspaceRoot);
       if (refusal) {
         throw ApplicationFailure.retryable(`host ${ctx.host} does not hold the workspace: ${refusal}`, FAILURE.WrongHost);
       }
-      return { host: ctx.host, queue: hostQueue(Context.current().info.taskQueue, ctx.host) };
+      return { host: ctx.host, queue: hostQueue(taskQueue, ctx.host) };
     },
   };
 }

@@ -198,6 +198,18 @@ export class EndpointStore {
     this.runs = new ShellRunStore(db);
   }
 
+  /** The host a trajectory's workspace calls were claimed on, if any was (they all name one: the first found). */
+  async hostOfTrajectory(trajectoryId: string): Promise<string | null> {
+    const row = await this.db
+      .selectFrom(RECORDS)
+      .select('host')
+      .where('trajectory_id', '=', trajectoryId)
+      .where('host', 'is not', null)
+      .limit(1)
+      .executeTakeFirst();
+    return row?.host ?? null;
+  }
+
   /**
    * Claims `request.key` in one atomic statement:
    * UNSEEN → IN_FLIGHT (generation 1); NOT_EXECUTED → IN_FLIGHT (generation + 1);

@@ -94,7 +94,12 @@ export function claimStatement(db: Kysely<SettleDatabase>) {
                     lease_until: eb.case().when(wasNotExecuted).then(eb.ref('excluded.lease_until')).else(null).end(),
                     holder: eb.case().when(wasNotExecuted).then(eb.ref('excluded.holder')).else(null).end(),
                     // The executor's host, for the probe of this generation: the old one's stays until then.
-                    host: eb.case().when(wasNotExecuted).then(eb.ref('excluded.host')).else(eb.ref(`${RECORDS}.host`)).end(),
+                    host: eb
+                      .case()
+                      .when(wasNotExecuted)
+                      .then(eb.ref('excluded.host'))
+                      .else(eb.ref(`${RECORDS}.host`))
+                      .end(),
                     intent: eb
                       .case()
                       .when(wasNotExecuted)

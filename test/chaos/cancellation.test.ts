@@ -72,7 +72,7 @@ describe('cancellation while a settled call runs', { timeout: 120_000 }, () => {
       expect(description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS)).toBe('cancelled');
       expect(description.typedSearchAttributes.get(SA_IN_DOUBT_COUNT)).toBe(0);
       // Waiting for the cancelled activity came with the combined patch: no marker of its own.
-      expect((await historyOf(client, trajectoryId)).patches).toEqual(['settle-2026-12-local-lane']);
+      expect((await historyOf(client, trajectoryId)).patches).toEqual(['settle-2026-12-host-queues']);
     } finally {
       await connection.close();
     }

@@ -40,7 +40,18 @@ interface Host {
 function startHost(name: string, disk: string, root: string, taskQueue: string): Host {
   const child = spawn(
     'unshare',
-    ['-m', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" "$2" && exec "$0" --import tsx "$3"', process.execPath, disk, root, WORKER],
+    [
+      '-m',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      'mount --bind "$1" "$2" && exec "$0" --import tsx "$3"',
+      process.execPath,
+      disk,
+      root,
+      WORKER,
+    ],
     {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -58,8 +69,8 @@ function startHost(name: string, disk: string, root: string, taskQueue: string):
     },
   );
   let out = '';
-  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
   const host: Host = { name, disk, child, output: () => out, exited: new Promise((r) => child.once('exit', r)) };
   hosts.push(host);
   return host;
@@ -85,7 +96,12 @@ async function hostIdOf(host: Host): Promise<string> {
 }
 
 function edits(file: string): string[] {
-  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('edit-')) : [];
+  return fs.existsSync(file)
+    ? fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('edit-'))
+    : [];
 }
 
 beforeAll(async () => {
@@ -143,7 +159,10 @@ describe('workers on several hosts', { timeout: 300_000 }, () => {
     killHost(hostA);
     await hostA.exited;
     const atKill = [0, 1, 2].map(onA);
-    expect(atKill.some((n) => n < EDITS), `host A's trajectories had finished before the kill: ${atKill}`).toBe(true);
+    expect(
+      atKill.some((n) => n < EDITS),
+      `host A's trajectories had finished before the kill: ${atKill.join(', ')}`,
+    ).toBe(true);
 
     // Host B: it runs A's trajectories' workflow tasks now, and three trajectories of its own.
     const hostB = startHost('host-b', disks.b, root, taskQueue);
@@ -157,6 +176,14 @@ describe('workers on several hosts', { timeout: 300_000 }, () => {
     await new Promise((r) => setTimeout(r, 36_000));
     expect([0, 1, 2].map(onA)).toEqual(atKill);
     for (const i of [0, 1, 2]) expect(edits(path.join(disks.b, names[i]!, 'app.txt'))).toEqual([]);
+    // What a waiting trajectory says (its current details, as `settle status` shows them).
+    const waiting = [0, 1, 2].find((i) => atKill[i]! < EDITS)!;
+    const metadata = await settle.client.workflow
+      .getHandle(ids[waiting]!)
+      .query<{ currentDetails?: string | null }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails, String(metadata.currentDetails)).toMatch(
+      new RegExp(`waits for host ${idA}, which holds its workspace: no worker took it from queue`),
+    );
 
     // Host A comes back (same disk, so the same derived host id); everything finishes.
     hostA = startHost('host-a-again', disks.a, root, taskQueue);
@@ -166,7 +193,10 @@ describe('workers on several hosts', { timeout: 300_000 }, () => {
     const expected = Array.from({ length: EDITS }, (_, k) => `edit-${k}`);
     for (const [i, name] of names.entries()) {
       const result = results[i]!;
-      expect(result.calls.map((c) => c.state), `${ids[i]}: ${JSON.stringify(result.calls)}`).toEqual(Array(EDITS).fill('COMPLETED'));
+      expect(
+        result.calls.map((c) => c.state),
+        `${ids[i]}: ${JSON.stringify(result.calls)}`,
+      ).toEqual(Array(EDITS).fill('COMPLETED'));
       for (const c of result.calls) expect(c.observation?.error ?? null, JSON.stringify(c.observation)).toBeNull();
       const onDiskA = edits(path.join(disks.a, name, 'app.txt'));
       const onDiskB = edits(path.join(disks.b, name, 'app.txt'));

@@ -137,7 +137,7 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       expect(await store.get(key)).toMatchObject({ state: 'COMPLETED', generation: 2, settledBy: `operator:${TEST_OPERATOR}` });
       expect(fs.readFileSync(log, 'utf8')).toBe('run\nrun\n'); // one run per generation, nothing more
       // The operator wait and the record watch came with the combined patch: no marker of their own.
-      expect((await historyOf(client, trajectoryId)).patches).toEqual(['settle-2026-12-local-lane']);
+      expect((await historyOf(client, trajectoryId)).patches).toEqual(['settle-2026-12-host-queues']);
     } finally {
       await connection.close();
     }

@@ -128,7 +128,7 @@ describe('capabilities in trajectories', () => {
       'SettlePendingApprovals',
       'SettleTrajectoryStatus',
     ]);
-    expect(childHistory.patches).toEqual(['settle-2026-12-local-lane']);
+    expect(childHistory.patches).toEqual(['settle-2026-12-host-queues']);
     expect(childHistory.upserts).toEqual([
       ['TemporalChangeVersion'],
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleProblemCount', 'SettleTrajectoryStatus'], // completed

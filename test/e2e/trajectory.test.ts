@@ -227,15 +227,21 @@ describe('demo trajectory end to end', () => {
       { turn: 2, call_id: 'm', valid: false, field: 'args.limit' },
     ]);
     // History: one patch marker (the combined patch, at start), none per call; no bookkeeping
-    // activity per call: local activities for the lane table (once per run), the calls themselves
+    // activity per call: local activities for the lane table and the workspace's host (once per run each), the calls themselves
     // (file tools run in the local lane: the edit, the read and the replay) and the malformed call's
     // count (it runs no activity that could count it), nothing else; search attributes upserted
     // only when they change. Started without search attributes (not by settle's client), so the
     // run publishes `running` itself.
     const history = await historyOf(id);
-    expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(Array(4).fill('core_local_activity'));
-    expect(await localActivityTypes(worker.client, id)).toEqual(['laneTable', 'executeToolCall', 'recordProposedCall', 'executeToolCall']);
-    expect(history.patches).toEqual(['settle-2026-12-local-lane']);
+    expect(history.markers.filter((m) => m !== 'core_patch')).toEqual(Array(5).fill('core_local_activity'));
+    expect(await localActivityTypes(worker.client, id)).toEqual([
+      'laneTable',
+      'locateWorkspace',
+      'executeToolCall',
+      'recordProposedCall',
+      'executeToolCall',
+    ]);
+    expect(history.patches).toEqual(['settle-2026-12-host-queues']);
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch (at start)
       ['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus'], // running
@@ -259,9 +265,9 @@ describe('demo trajectory end to end', () => {
     expect(result.calls.map((c) => c.resolution)).toEqual(Array(10).fill('executed'));
     const history = await historyOf(id);
     expect(history.startAttributes).toEqual(['SettleInDoubtCount', 'SettlePendingApprovals', 'SettleTrajectoryStatus']);
-    expect(history.patches).toEqual(['settle-2026-12-local-lane']);
-    // The patch, the lane table, and one local activity per call (file_edit runs in the local lane).
-    expect(history.byType.MARKER_RECORDED).toBe(12);
+    expect(history.patches).toEqual(['settle-2026-12-host-queues']);
+    // The patch, the lane table, the workspace's host, and one local activity per call (file_edit runs in the local lane).
+    expect(history.byType.MARKER_RECORDED).toBe(13);
     expect(history.byType.ACTIVITY_TASK_SCHEDULED).toBeUndefined();
     expect(history.upserts).toEqual([
       ['TemporalChangeVersion'], // the combined patch

@@ -62,7 +62,13 @@ describe('the host on the record', () => {
     // Claimed on host-a with the intent of an edit that never happened (the file still reads v1).
     const call = editCall(file);
     const hash = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
-    const intent = { path: file, sha256_before: hash('v1\n'), sha256_after: hash('v2\n'), matches: 1, tmp_path: path.join(ws, '.a.txt.settle-tmp') };
+    const intent = {
+      path: file,
+      sha256_before: hash('v1\n'),
+      sha256_after: hash('v2\n'),
+      matches: 1,
+      tmp_path: path.join(ws, '.a.txt.settle-tmp'),
+    };
     expect((await store.claim(call, { ...claimAs('host-a'), intent })).kind).toBe('claimed');
     await store.markInDoubt(call.key, 1, 'worker died', 'worker:test');
 
