@@ -186,7 +186,7 @@ describe('bash_execute', () => {
       // The executor recorded its intent and stopped before the start row.
       const { record, verdict } = await inDoubt();
       expect(verdict).toMatchObject({ verdict: 'not_applied', detail: expect.stringMatching(/never started \(fenced now/) });
-      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true });
+      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'NOT_EXECUTED', applied: true, settledBy: 'probe:bash_execute' });
       // Repeatable: the fence answers the same.
       expect(
         await bashExecute.probe(
@@ -221,7 +221,7 @@ describe('bash_execute', () => {
       expect(observation).toMatchObject({ output: 'out\n', error: 'err\n', exit_status: 4, truncated: false });
       const { record, verdict } = await inDoubt();
       expect(verdict).toEqual({ verdict: 'applied', result: observation, detail: expect.stringMatching(/ended with status 4/) });
-      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true });
+      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'COMPLETED', applied: true, settledBy: 'probe:bash_execute' });
       const again = await runSettled(
         store,
         bashExecute,
@@ -244,7 +244,7 @@ describe('bash_execute', () => {
         verdict: 'unknown',
         detail: expect.stringMatching(/started and no exit was recorded: it is still running \(pid \d+\) under its worker, which is alive/),
       });
-      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false });
+      expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false, settledBy: null });
       // While it is in doubt, nobody runs it again.
       expect(
         (await runSettled(store, bashExecute, call, { workspace, workspaceRoot: testWorkspaceRoot() }, { leaseMs: 5000, holder: 'w2' }))
@@ -315,7 +315,7 @@ describe('bash_execute', () => {
         for (const name of fs.readdirSync(dir)) fs.rmSync(path.join(dir, name), { force: true });
         const verdict = await probe(args, record.intent as BashExecuteIntent, workspace, call.key);
         expect(verdict).toMatchObject({ verdict: 'unknown', detail: expect.stringMatching(/started and no exit was recorded/) });
-        expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false });
+        expect(await applyProbe(store, record, verdict)).toEqual({ state: 'IN_DOUBT', applied: false, settledBy: null });
         fs.writeFileSync(path.join(workspace, 'go'), '');
         await running;
         expect(fs.readFileSync(path.join(workspace, 'log.txt'), 'utf8')).toBe('begun\nended\n');
