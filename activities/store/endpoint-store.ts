@@ -486,7 +486,8 @@ export class EndpointStore {
       .select(['state', 'generation', 'settled_by as settledBy'])
       .where('key', '=', key)
       .executeTakeFirst();
-    return row ?? null;
+    // Who settled it only while it stays settled: a record claimed again keeps the column from before.
+    return row ? { ...row, settledBy: row.state === 'COMPLETED' || row.state === 'NOT_EXECUTED' ? row.settledBy : null } : null;
   }
 }
 

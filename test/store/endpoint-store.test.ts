@@ -102,7 +102,7 @@ describe('fencing', () => {
 
     // The zombie wakes up and tries every write it might attempt.
     const late = await store.complete(call.key, 1, { output: 'zombie' }, 'worker:zombie');
-    expect(late).toEqual({ ok: false, current: { state: 'IN_FLIGHT', generation: 2 } });
+    expect(late).toEqual({ ok: false, current: { state: 'IN_FLIGHT', generation: 2, settledBy: null } });
     expect((await store.renewLease(call.key, 1, 30_000)).ok).toBe(false);
     expect((await store.recordIntent(call.key, 1, { x: 1 }, 'worker:zombie')).ok).toBe(false);
     expect((await store.markInDoubt(call.key, 1, 'x', 'worker:zombie')).ok).toBe(false);
