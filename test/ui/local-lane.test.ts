@@ -188,9 +188,11 @@ describe('the local lane in the Temporal Web UI and settle status', { timeout: 3
       .waitFor({ timeout: 30_000 });
 
     // 3. Events with Metadata: local attempts read "Unspecified" whatever their outcome; the
-    // attempt in doubt is never "Completed". The probe, an activity, reads "Completed".
-    const events = await eventsWithMetadata(page, 4);
+    // attempt in doubt is never "Completed". The probe, an activity, reads "Completed". First, the
+    // run's one question of which host holds its workspace (docs/deploying.md#workers-on-several-hosts).
+    const events = await eventsWithMetadata(page, 5);
     expect(events).toEqual([
+      ['Local Activity', `locate workspace ${workspace}`, 'Unspecified'],
       ['Local Activity', expect.stringMatching(summaryOf(config)), 'Unspecified'],
       ['Activity', expect.stringMatching(/^probe file_edit .* · after IN_DOUBT \(gen 1, round 1\)$/), 'Completed'],
       ['Local Activity', expect.stringMatching(/ · replay: settled applied by probe$/), 'Unspecified'],
@@ -231,8 +233,11 @@ describe('the local lane in the Temporal Web UI and settle status', { timeout: 3
     });
     expect((await handle.result()).calls[0]).toMatchObject({ resolution: 'executed', state: 'COMPLETED' });
     const page = await openTrajectory(id, 'Activity Task Scheduled');
-    const events = await eventsWithMetadata(page, 1);
-    expect(events).toEqual([['Activity', expect.stringMatching(summaryOf(file)), 'Completed']]);
+    const events = await eventsWithMetadata(page, 2);
+    expect(events).toEqual([
+      ['Local Activity', `locate workspace ${workspace}`, 'Unspecified'],
+      ['Activity', expect.stringMatching(summaryOf(file)), 'Completed'],
+    ]);
     await shot(page, 'local-4-activity-lane');
     await page.close();
   });
