@@ -314,14 +314,21 @@ describe('settle records / show', () => {
     await sql`UPDATE settle_endpoint_records SET updated_at = now() - interval '3 hours', lease_until = now() - interval '3 hours' WHERE key = ${lapsed}`.execute(
       db,
     );
-    const table = await settle(['records', '--trajectory', trajectoryId], { env: { DATABASE_URL: inject('databaseUrl') } });
-    expect(table.code).toBe(0);
-    const lines = table.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^key +state +gen +age +trajectory \/ turn \/ call +tool +since$/);
-    expect(lines.slice(1).map((l) => l.slice(0, 16))).toEqual([lapsed, doubt, live].map((k) => k.slice(0, 16)));
-    expect(lines[1]).toMatch(/IN_FLIGHT \(lease lapsed\) +1 +(3h00m|3h01m) /);
-    expect(lines[2]).toMatch(/IN_DOUBT +1 +(2h00m|2h01m) /);
-    expect(lines[3]).toMatch(/IN_FLIGHT +1 +\d+s /);
+    try {
+      const table = await settle(['records', '--trajectory', trajectoryId], { env: { DATABASE_URL: inject('databaseUrl') } });
+      expect(table.code).toBe(0);
+      const lines = table.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^key +state +gen +age +trajectory \/ turn \/ call +tool +since$/);
+      expect(lines.slice(1).map((l) => l.slice(0, 16))).toEqual([lapsed, doubt, live].map((k) => k.slice(0, 16)));
+      expect(lines[1]).toMatch(/IN_FLIGHT \(lease lapsed\) +1 +(3h00m|3h01m) /);
+      expect(lines[2]).toMatch(/IN_DOUBT +1 +(2h00m|2h01m) /);
+      expect(lines[3]).toMatch(/IN_FLIGHT +1 +\d+s /);
+    } finally {
+      // Hours-old records would be the installation's oldest for every later test that reads the
+      // age gauges on this shared database (a running worker's sweeper turns the lapsed one IN_DOUBT).
+      await sql`DELETE FROM settle_endpoint_events WHERE key IN (${doubt}, ${lapsed}, ${live})`.execute(db);
+      await sql`DELETE FROM settle_endpoint_records WHERE key IN (${doubt}, ${lapsed}, ${live})`.execute(db);
+    }
   });
 
   it('rejects a bad state, a malformed key, an unknown key, and a missing database with exit 2', async () => {
