@@ -91,7 +91,10 @@ describe('lease sweeper', () => {
     await store.sweepLapsedLeases({ graceMs: GRACE_MS, limit: 100, sweeper: 's' });
     expect((await store.get(call.key))?.state).toBe('IN_DOUBT');
 
-    expect(await store.renewLease(call.key, 1, 30_000)).toEqual({ ok: false, current: { state: 'IN_DOUBT', generation: 1 } });
+    expect(await store.renewLease(call.key, 1, 30_000)).toEqual({
+      ok: false,
+      current: { state: 'IN_DOUBT', generation: 1, settledBy: null },
+    });
     expect(await store.claim(call, { leaseMs: 30_000, holder: 'next' })).toMatchObject({ kind: 'in_doubt', leaseExpiredNow: false });
     expect((await store.complete(call.key, 2, 'forged', 'worker:other')).ok).toBe(false);
     // The executor of generation 1 was only paused: its late completion carries real knowledge.
