@@ -47,7 +47,8 @@ function withFix(err: Error & { code?: string }, clientCertificate: boolean): st
   const code = err.code ?? '';
   // OpenSSL's alert messages span lines and name source files: keep the alert's own words.
   const alert = /alert ([a-z ]+?)(?::|$)/m.exec(err.message)?.[1];
-  const cause = alert ? `TLS alert: ${alert}` : err.message.split('\n')[0]!;
+  // Node 24 appends a hint about --use-system-ca to an untrusted certificate: the fix below is settle's.
+  const cause = alert ? `TLS alert: ${alert}` : err.message.split('\n')[0]!.replace(/; if the root CA is installed locally.*$/, '');
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${cause}: set TEMPORAL_TLS_SERVER_NAME to a name the frontend's certificate holds`;
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/.test(code) && !/ALERT/.test(code))
     return `${cause}: the frontend's certificate is not signed by a trusted CA: set TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA that signed it`;
