@@ -131,7 +131,8 @@ function postgresUser(): { uid: number; gid: number } {
   return { uid: id('-u'), gid: id('-g') };
 }
 
-function groupAlive(pgid: number): boolean {
+/** Whether any process of the group `pgid` still runs (a postmaster's backends may outlive it a moment). */
+export function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
     return true;

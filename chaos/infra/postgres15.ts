@@ -14,6 +14,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../stack/ports';
 import { postgresEnvironment } from '../../stack/postgres-process';
+import { groupAlive } from './postgres-server';
 
 /** Where the postgresql-15 package puts its programs; SETTLE_PG15_BIN names another directory. */
 export const PG15_BIN = process.env.SETTLE_PG15_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -106,15 +107,6 @@ async function startProcess(
       for (let i = 0; i < 250 && groupAlive(child.pid!); i++) await new Promise((r) => setTimeout(r, 20));
     },
   };
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export interface Pg15Server {
