@@ -58,13 +58,20 @@ export function recoveries(faults: Fault[], trails: CallTrail[]): Recovery[] & {
         ms: settled.at.getTime() - fault.at,
         by: settled.actor.split(':')[0]!,
       });
-      out.at(-1)!.trail = [
-        `fault ${fault.kind} at ${new Date(fault.at).toISOString().slice(11, 23)}`,
-        ...trail.events.map((e) => `${e.at.toISOString().slice(11, 23)} g${e.generation} ${e.fromState}→${e.toState} ${e.actor}`),
-      ];
+      out.at(-1)!.trail = [`fault ${fault.kind} at ${new Date(fault.at).toISOString().slice(11, 23)}`, ...trailLines(trail)];
     }
   }
   return out;
+}
+
+/** A record's event trail, one line per event: time, generation, transition, actor, and the event's reason if it gives one. */
+export function trailLines(trail: CallTrail): string[] {
+  return trail.events.map((e) => {
+    const detail = e.detail as { detail?: unknown; reason?: unknown } | null;
+    const why = detail?.detail ?? detail?.reason;
+    const line = `${e.at.toISOString().slice(11, 23)} g${e.generation} ${e.fromState}→${e.toState} ${e.actor}`;
+    return typeof why === 'string' ? `${line}: ${why.slice(0, 160)}` : line;
+  });
 }
 
 /** The claim of the generation that was IN_FLIGHT at `at`, if one was. */

@@ -129,6 +129,8 @@ export interface ScenarioResult {
   misreported: number;
   /** IN_DOUBT records of this run left at the end. */
   leftInDoubt: number;
+  /** The first ten records left IN_DOUBT, with their event trails (what an operator would have to settle, and why). */
+  inDoubtTrails?: { key: string; tool: string; trail: string[] }[];
   /** Calls the SRE settled by hand (facts truly unknown to settle), by tool. */
   operator: Record<string, number>;
   faults: Record<string, number>;

@@ -11,7 +11,7 @@ import { EndpointStore } from '../../activities/store/endpoint-store';
 import { SettleClient } from '../../client/index';
 import { Cluster, type Fault } from './cluster';
 import { countEffects } from './effects';
-import { recoveries, recoveryFigures, renewalFigures, renewalRate, type CallTrail } from './metrics';
+import { recoveries, recoveryFigures, renewalFigures, renewalRate, trailLines, type CallTrail } from './metrics';
 import { callTrails, historyFigures, renewalStatements } from './collect';
 import { mulberry32 } from './random';
 import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
@@ -150,7 +150,7 @@ function summarize(
       if (effect.final === 'failed') problems.push(`${effect.uid} (${effect.tool}) answered ${effect.resolution}`);
     }
   }
-  const leftInDoubt = trails.filter((t) => t.state === 'IN_DOUBT').length;
+  const inDoubt = trails.filter((t) => t.state === 'IN_DOUBT');
   const recovered = recoveries(faults, trails);
   const operator: Record<string, number> = {};
   for (const a of sre.actions.filter((x) => x.path !== 'none')) operator[a.tool] = (operator[a.tool] ?? 0) + 1;
@@ -179,7 +179,8 @@ function summarize(
     duplicates,
     lost,
     misreported,
-    leftInDoubt,
+    leftInDoubt: inDoubt.length,
+    ...(inDoubt.length ? { inDoubtTrails: inDoubt.slice(0, 10).map((t) => ({ key: t.key, tool: t.tool, trail: trailLines(t) })) } : {}),
     operator,
     faults: faultCounts,
     failedTrajectories: reports.filter((r) => r.outcome === 'failed').length,
