@@ -4,11 +4,12 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
 import { FAILURE } from '../../core/failures';
 import { deriveKey } from '../../core/key';
 import type { RecordState } from '../../core/records';
 import { failpoint } from '../failpoints';
-import { probeRecord, runSettled } from '../settled/run-settled';
+import { probeRecord, runSettled, type ClaimEvidence } from '../settled/run-settled';
 import { WATCH_DEFAULTS, watchRecord, type WatchedRecord, type WatchRecordInput } from '../settled/watch-record';
 import type { Observation } from '../../core/observation';
 import { approvalForExecution, type ExecutingCall, type ExecutionApproval } from '../operator/execution-approval';
@@ -64,6 +65,11 @@ export interface ProbeReport {
   /** An unknown verdict no later probe can change: only an operator can settle the call. */
   final?: boolean;
 }
+
+/** What an attempt heartbeats once it has claimed (RunOptions.onClaimed), read by its retry. */
+const ClaimHeartbeat = z.object({
+  settleClaim: z.object({ key: z.string(), generation: z.number().int().positive(), intent: z.unknown() }),
+});
 
 export function settledCallActivities(ctx: ActivityContext) {
   const { store, registry, policy, identity, callStats } = ctx;
@@ -131,6 +137,10 @@ export function settledCallActivities(ctx: ActivityContext) {
         // workflow waits for a record in doubt to be settled instead of calling the call denied.
         return refused(await store.get(key), access.denied);
       }
+      // The claim this call's last attempt heartbeated, carried to each next attempt until one
+      // claims anew: a retry that finds it gone from the record store must not run the effect again.
+      let heartbeatDetails = activity.info.isLocal ? undefined : ClaimHeartbeat.safeParse(activity.info.heartbeatDetails).data;
+      const earlierClaim = heartbeatDetails?.settleClaim.key === key ? heartbeatDetails.settleClaim : undefined;
       return runSettled(
         store,
         tool,
@@ -147,7 +157,16 @@ export function settledCallActivities(ctx: ActivityContext) {
           // A claim's holder: `<worker identity>#<activity id>@<attempt>` (the chaos harness reads it).
           holder: `${identity}#${activity.info.activityId}@${activity.info.attempt}`,
           // A local activity has no heartbeat: its workflow task's timeout notices a dead worker.
-          ...(activity.info.isLocal ? {} : { heartbeat: () => activity.heartbeat() }),
+          ...(activity.info.isLocal
+            ? {}
+            : {
+                heartbeat: () => activity.heartbeat(heartbeatDetails),
+                onClaimed: (claim: ClaimEvidence) => {
+                  heartbeatDetails = { settleClaim: claim };
+                  activity.heartbeat(heartbeatDetails);
+                },
+              }),
+          ...(earlierClaim ? { earlierClaim } : {}),
           onDatabaseRetry: (what, err) => {
             activity.log.warn(`database unreachable; retrying "${what}" for key ${key}`, { error: err.message });
           },

@@ -17,7 +17,9 @@ export type InDoubtCause =
   /** The execution threw: the effect is unknown. */
   | 'exception'
   /** A claimer found the holder's lease expired (a dead or paused worker). */
-  | 'lease_expired';
+  | 'lease_expired'
+  /** A retry found the claim its earlier attempt made gone from the record store (a failover lost it). */
+  | 'claim_forgotten';
 
 export type CallEvent =
   | ({ event: 'claimed'; generation: number; from: 'UNSEEN' | 'NOT_EXECUTED' } & CallRef)

@@ -80,7 +80,7 @@ export class SettleMetrics {
     'settle_in_doubt_total',
     'counter',
     'Transitions to IN_DOUBT, by tool and cause (exception, lease_expired).',
-    () => ({ tool: toolLabels(), cause: ['exception', 'lease_expired'] }),
+    () => ({ tool: toolLabels(), cause: ['exception', 'lease_expired', 'claim_forgotten'] }),
   );
   readonly released = new Family(
     'settle_not_executed_total',

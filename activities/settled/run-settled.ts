@@ -43,6 +43,22 @@ export interface RunOptions {
    * the claim. A record another host claimed is neither run again nor probed here.
    */
   host?: string;
+  /**
+   * What an earlier attempt of this call reported before it ended (its heartbeat): it claimed
+   * this generation with this intent. A record store that no longer has that claim lost it in a
+   * failover; claiming afresh would run the effect a second time, so the record is written back
+   * IN_DOUBT with that intent instead, for the probe to settle from the facts.
+   */
+  earlierClaim?: ClaimEvidence;
+  /** Called once a claim is won, before the effect: the activity heartbeats it, for its own retry. */
+  onClaimed?: (evidence: ClaimEvidence) => void;
+}
+
+/** An attempt's claim, as its heartbeat carries it to the next attempt (RunOptions.earlierClaim). */
+export interface ClaimEvidence {
+  key: string;
+  generation: number;
+  intent: unknown;
 }
 
 /** The call's workspace is on another host (the record names it): nothing was claimed or touched here. */
@@ -61,6 +77,10 @@ export async function runSettled<Args, Intent, Result>(
   options: RunOptions,
 ): Promise<CallOutcome<Result>> {
   const actor: Actor = `worker:${options.holder}`;
+  if (options.earlierClaim?.key === call.key) {
+    const forgotten = await inDoubtIfForgotten(store, call, options.earlierClaim, options.host, actor);
+    if (forgotten) return forgotten;
+  }
   // Plan first: it is read-only, so running it before the claim changes nothing, and a plan that
   // proceeds lets the claim record the intent in the same statement (one commit, not two). The
   // tool re-checks the planned pre-state right before its effect (SettledTool.plan).
@@ -137,8 +157,9 @@ export async function runSettled<Args, Intent, Result>(
       break;
   }
   const { generation } = claim;
+  if (plan.kind === 'proceed') options.onClaimed?.({ key: call.key, generation, intent: plan.intent });
   const durable = durableWriter(options);
-  const writeBack = writerBack(store, durable, ref, call, generation, plan.kind === 'proceed' ? plan.intent : null, actor);
+  const writeBack = writerBack(store, durable, ref, call, generation, plan.kind === 'proceed' ? plan.intent : null, actor, options.host);
 
   // From here on this executor owns (key, generation). Nothing below releases the key on an
   // exception unless the exception proves there was no effect.
@@ -209,15 +230,47 @@ function writerBack(
   generation: number,
   intent: unknown,
   actor: Actor,
+  host: string | undefined,
 ): WriterBack {
   return async (refused, outcome) => {
     const current = refused.current;
     const vanished = current === null || (current.state === 'NOT_EXECUTED' && current.generation < generation);
     if (!vanished) return null;
-    const written = await durable('write back', () => store.writeBack(call, generation, intent, outcome, actor));
+    const written = await durable('write back', () =>
+      store.writeBack(call, generation, intent, outcome, actor, host !== undefined ? { host } : {}),
+    );
     emitCallEvent({ event: 'record_written_back', generation, state: outcome.as, written: written.ok, ...ref });
     return written;
   };
+}
+
+/**
+ * The earlier attempt's claim is gone — no record, or NOT_EXECUTED at an older generation than it
+ * claimed — so the record store forgot it (committed, then lost in a failover). That attempt may
+ * have run the effect: the record is written back IN_DOUBT with its intent, never claimed afresh.
+ * Null when the store still has the claim, or another claim got there first: the usual path decides.
+ */
+async function inDoubtIfForgotten(
+  store: EndpointStore,
+  call: ClaimRequest,
+  earlier: ClaimEvidence,
+  host: string | undefined,
+  actor: Actor,
+): Promise<CallOutcome<never> | null> {
+  const record = await store.get(call.key);
+  if (record && !(record.state === 'NOT_EXECUTED' && record.generation < earlier.generation)) return null;
+  const { generation } = earlier;
+  const detail = `the record store no longer has generation ${generation}, which an earlier attempt of this call claimed (its heartbeat says so): a failover lost it, and the effect may have happened`;
+  const written = await store.writeBack(call, generation, earlier.intent, { as: 'IN_DOUBT', detail }, actor, {
+    ...(host !== undefined ? { host } : {}),
+    reason:
+      'the claim of an earlier attempt was gone at its retry (a failover to a replica that never received it): written back by the retry',
+  });
+  const ref: CallRef = { trajectoryId: call.trajectoryId, turn: call.turn, callId: call.callId, key: call.key, tool: call.tool };
+  emitCallEvent({ event: 'record_written_back', generation, state: 'IN_DOUBT', written: written.ok, ...ref });
+  if (!written.ok) return null;
+  emitCallEvent({ event: 'in_doubt', generation, cause: 'claim_forgotten', detail, ...ref });
+  return { kind: 'in_doubt', generation, detail };
 }
 
 /**

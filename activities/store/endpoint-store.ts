@@ -371,23 +371,32 @@ export class EndpointStore {
    * The executor of (call, generation) found its record gone — a failover promoted a replica that
    * never received the claim — and writes it back with what it knows, in one statement with its
    * event. Never over another's claim: only where the key is absent, or NOT_EXECUTED at an older
-   * generation (what this claim was taken from); otherwise refused, with the current state.
+   * generation (what this claim was taken from); otherwise refused, with the current state. The
+   * claim's host is written back with it: a written-back IN_DOUBT record is probed on its host.
    */
-  async writeBack(call: ClaimRequest, generation: number, intent: unknown, outcome: WriteBack, actor: Actor): Promise<FencedWrite> {
+  async writeBack(
+    call: ClaimRequest,
+    generation: number,
+    intent: unknown,
+    outcome: WriteBack,
+    actor: Actor,
+    options: { host?: string; reason?: string } = {},
+  ): Promise<FencedWrite> {
     const completed = outcome.as === 'COMPLETED';
-    const detail = JSON.stringify({ op: 'write_back', reason: WRITE_BACK_REASON });
+    const reason = options.reason ?? WRITE_BACK_REASON;
+    const detail = JSON.stringify({ op: 'write_back', reason });
     const { rows } = await sql<Row>`
       with written as (
         insert into ${sql.table(RECORDS)} as r
-          (key, trajectory_id, turn, call_id, tool, args, state, generation, lease_until, holder, intent, result, detail, settled_by, settle_reason)
+          (key, trajectory_id, turn, call_id, tool, args, state, generation, lease_until, holder, intent, result, detail, settled_by, settle_reason, host)
         values (${call.key}, ${call.trajectoryId}, ${call.turn}, ${call.callId}, ${call.tool}, ${JSON.stringify(call.args)}::jsonb,
                 ${outcome.as}, ${generation}, null, null, ${JSON.stringify(intent ?? null)}::jsonb,
                 ${completed ? JSON.stringify(outcome.result ?? null) : null}::jsonb, ${completed ? null : outcome.detail},
-                ${completed ? actor : null}, ${completed ? WRITE_BACK_REASON : null})
+                ${completed ? actor : null}, ${completed ? reason : null}, ${options.host ?? null})
         on conflict (key) do update set
           state = excluded.state, generation = excluded.generation, lease_until = null, holder = null, intent = excluded.intent,
           result = excluded.result, detail = excluded.detail, settled_by = excluded.settled_by, settle_reason = excluded.settle_reason,
-          updated_at = now()
+          host = excluded.host, updated_at = now()
         where r.state = 'NOT_EXECUTED' and r.generation < excluded.generation
         returning r.*, case when r.xmax::text = '0' then 'UNSEEN' else 'NOT_EXECUTED' end as from_state
       ), event as (

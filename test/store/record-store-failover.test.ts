@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, useUnnamedStatements } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
-import { runSettled } from '../../activities/settled/run-settled';
+import { runSettled, type ClaimEvidence } from '../../activities/settled/run-settled';
 import type { SettledTool } from '../../activities/settled/settled-tool';
 import { onCallEvent, type CallEvent } from '../../activities/observability/events';
 import { ReplicatedRecordStore, type Replication } from '../../chaos/infra/replicated-record-store';
@@ -110,6 +110,47 @@ describe('a failover of the record store in the middle of a call', { timeout: 18
     const repeat = await runSettled(store, tool, call, { workspace: '/' }, { ...run, holder: 'w2' });
     expect(repeat.kind).toBe('in_doubt');
     expect(tool.runs).toBe(1);
+  });
+
+  it("asynchronous: claim and completion lost after the executor reported; a retry with the claim's heartbeat is refused, in doubt, and one without it runs again", async () => {
+    const { recordStore, store } = await storeOn('async');
+    const seen = events();
+    await recordStore.holdReplication();
+    const [withEvidence, without] = [callFor('async-heartbeat'), callFor('async-no-heartbeat')];
+    const tool = scriptedTool(async () => 'done');
+    const heartbeats: ClaimEvidence[] = [];
+    const onHost = { ...run, host: 'host-a' };
+    for (const call of [withEvidence, without]) {
+      // Both attempts complete and report, on a primary whose standby received none of it.
+      const first = await runSettled(store, tool, call, { workspace: '/' }, { ...onHost, onClaimed: (e) => heartbeats.push(e) });
+      expect(first).toMatchObject({ kind: 'completed', replayed: false, generation: 1 });
+    }
+    expect(heartbeats).toEqual([
+      { key: withEvidence.key, generation: 1, intent: { n: 1 } },
+      { key: without.key, generation: 1, intent: { n: 1 } },
+    ]);
+    await recordStore.failOverNow();
+    expect(await store.get(withEvidence.key)).toBeUndefined(); // forgotten: claim and completion
+
+    // Temporal's retry of the first call carries the claim its attempt heartbeated.
+    const retry = await runSettled(
+      store,
+      tool,
+      withEvidence,
+      { workspace: '/' },
+      { ...onHost, holder: 'w2', earlierClaim: heartbeats[0]! },
+    );
+    expect(retry).toMatchObject({ kind: 'in_doubt', generation: 1 });
+    expect(tool.runs).toBe(2); // the two first attempts only
+    expect(await store.get(withEvidence.key)).toMatchObject({ state: 'IN_DOUBT', generation: 1, intent: { n: 1 }, host: 'host-a' });
+    expect(seen).toContainEqual(expect.objectContaining({ event: 'in_doubt', cause: 'claim_forgotten', key: withEvidence.key }));
+    expect(seen).toContainEqual(expect.objectContaining({ event: 'record_written_back', state: 'IN_DOUBT', key: withEvidence.key }));
+
+    // Without that evidence (an attempt whose heartbeat never reached Temporal) nothing tells the
+    // retry: it claims afresh and runs the effect again — why asynchronous replication is refused.
+    const blind = await runSettled(store, tool, without, { workspace: '/' }, { ...onHost, holder: 'w2' });
+    expect(blind).toMatchObject({ kind: 'completed', replayed: false });
+    expect(tool.runs).toBe(3);
   });
 
   it('synchronous: the promoted standby has the claim; the completion lands on it as usual, nothing written back', async () => {
