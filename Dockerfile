@@ -11,7 +11,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 # /workspaces: the trajectories' workspace directories (a volume in docker-compose.yml); the
 # worker edits files there as `node`.
-RUN chown node:node /app && mkdir /workspaces && chown node:node /workspaces
+RUN chown node:node /app && mkdir /workspaces /runs && chown node:node /workspaces /runs
 USER node
 
 # Dependencies first, so a source change does not reinstall them. Dev dependencies included
