@@ -97,7 +97,7 @@ export function killHostProcesses(workerPids: number[]): void {
   }
 }
 
-/** The host id a settle worker logged in its polling line (`"host":"…"`), if it has. */
+/** The host id a settle worker logged in its polling line (`settle worker: polling … "host":"…"`), if it has. */
 export function hostIdIn(output: string): string | null {
-  return /"host":"([^"]+)"/.exec(output)?.[1] ?? null;
+  return /settle worker: polling[^\n]*?"host":"([^"]+)"/.exec(output)?.[1] ?? null;
 }
