@@ -264,13 +264,17 @@ export class Cluster {
     victim.signal('SIGKILL');
   }
 
-  /** The records IN_FLIGHT now, with their holders. */
-  private async callsInFlight(): Promise<{ key: string; holder: string }[]> {
+  private inspect(): pg.Pool {
     if (!this.inspector) {
       this.inspector = new pg.Pool({ connectionString: this.databaseUrl, max: 1, connectionTimeoutMillis: 2_000 });
       this.inspector.on('error', () => {}); // PostgreSQL restarted: the next query reconnects
     }
-    const { rows } = await this.inspector.query<{ key: string; holder: string }>(
+    return this.inspector;
+  }
+
+  /** The records IN_FLIGHT now, with their holders. */
+  private async callsInFlight(): Promise<{ key: string; holder: string }[]> {
+    const { rows } = await this.inspect().query<{ key: string; holder: string }>(
       "select key, holder from settle_endpoint_records where state = 'IN_FLIGHT' and holder is not null",
     );
     return rows;
@@ -366,6 +370,14 @@ export class Cluster {
       if (host) out.set(host, (out.get(host) ?? 0) + 1);
     }
     return out;
+  }
+
+  /** How many trajectories have a claim recorded with a host: their workspace's host is known from the records from then on. */
+  async trajectoriesPinned(): Promise<number> {
+    const { rows } = await this.inspect().query<{ n: string }>(
+      'select count(distinct trajectory_id)::text as n from settle_endpoint_records where host is not null',
+    );
+    return Number(rows[0]!.n);
   }
 
   private holderOn(holder: string, host: ClusterHost): boolean {

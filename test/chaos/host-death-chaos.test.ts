@@ -30,7 +30,9 @@ describe('a host dies under the chaos workload (CI-sized)', () => {
       seed: 3,
       log: (line) => console.error(`[host-death] ${line}`),
     });
-    console.error(`[host-death] ${JSON.stringify({ faults: result.faults, recovery: result.recovery.all, hosts: result.hosts })}`);
+    console.error(
+      `[host-death] ${JSON.stringify({ faults: result.faults, recovery: result.recovery.all, hosts: result.hosts, problems: result.problems })}`,
+    );
     expect(
       {
         duplicates: result.duplicates,
