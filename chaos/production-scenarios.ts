@@ -85,7 +85,8 @@ export const PRODUCTION: Scenario[] = [
   onTwoHosts(failoverSync(full, 25_000)),
   onTwoHosts(failoverAsync(full, 25_000)),
   onTwoHosts(poolerRestart(full)),
-  // Started over 20 s: host deaths begin once every trajectory's workspace is pinned to its host.
-  hostDeath({ ...twoByTwo, spreadMs: 20_000 }, 20_000, 2 * 60_000),
+  // Started over 20 s, since host deaths begin once every trajectory's workspace is pinned to its
+  // host; twice the effects of the others, so that the work outlasts several deaths.
+  hostDeath({ ...twoByTwo, spreadMs: 20_000, effectsEach: 12 }, 20_000, 3 * 60_000),
   rollingDeployOnHosts(twoByTwo, 2 * 60_000),
 ];
