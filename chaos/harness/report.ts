@@ -31,6 +31,7 @@ export function verdict(r: ScenarioResult): string {
     r.hosts?.claimsElsewhere && `${r.hosts.claimsElsewhere} claim(s) on a host without the workspace`,
     r.failedTrajectories && `${r.failedTrajectories} failed trajectories`,
     r.failedTurns && `${r.failedTurns} failed turns`,
+    r.failedCalls && `${r.failedCalls} calls answered otherwise (denied, …)`,
     r.unfinished && `${r.unfinished} unfinished`,
     Object.keys(r.workflowTaskFailures).some((m) => /nondetermin/i.test(m)) && 'nondeterminism',
   ].filter(Boolean);
@@ -96,7 +97,7 @@ function row(r: ScenarioResult): string[] {
     recovery(r.recovery.probeable),
     recovery(r.recovery.all),
     faults(r),
-    String(r.failedTrajectories + r.failedTurns + r.unfinished),
+    String(r.failedTrajectories + r.failedTurns + (r.failedCalls ?? 0) + r.unfinished),
   ];
 }
 

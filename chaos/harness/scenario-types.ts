@@ -152,6 +152,8 @@ export interface ScenarioResult {
   faults: Record<string, number>;
   failedTrajectories: number;
   failedTurns: number;
+  /** Effects settle answered otherwise than executed or not executed (denied, invalid, …): each a defect of the run. */
+  failedCalls?: number;
   unfinished: number;
   /**
    * Recovery of the calls a fault caught in flight: from the fault to the first transition of the

@@ -218,6 +218,7 @@ function summarize(
     faults: faultCounts,
     failedTrajectories: reports.filter((r) => r.outcome === 'failed').length,
     failedTurns: reports.reduce((n, r) => n + r.failedTurns, 0),
+    failedCalls: reports.reduce((n, r) => n + r.effects.filter((e) => e.final === 'failed').length, 0),
     unfinished: reports.filter((r) => r.outcome === 'unfinished').length,
     recovery: recoveryFigures(recovered),
     ...renewalFigures(rate),

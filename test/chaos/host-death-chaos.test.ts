@@ -41,6 +41,7 @@ describe('a host dies under the chaos workload (CI-sized)', () => {
         leftInDoubt: result.leftInDoubt,
         failedTrajectories: result.failedTrajectories,
         failedTurns: result.failedTurns,
+        failedCalls: result.failedCalls,
         unfinished: result.unfinished,
         hosts: result.hosts,
       },
@@ -52,6 +53,7 @@ describe('a host dies under the chaos workload (CI-sized)', () => {
       leftInDoubt: 0,
       failedTrajectories: 0,
       failedTurns: 0,
+      failedCalls: 0,
       unfinished: 0,
       hosts: { count: 2, effectsElsewhere: 0, claimsElsewhere: 0 },
     });
