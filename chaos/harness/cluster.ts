@@ -345,11 +345,6 @@ export class Cluster {
     this.faults.push({ kind: 'temporal-restart', at, until: Date.now() });
   }
 
-  /** The host a worker runs on (null: the cluster has no hosts). */
-  hostOf(worker: WorkerProcess): ClusterHost | null {
-    return this.hostOfWorker.get(worker.pid) ?? null;
-  }
-
   /** Each host's id, from its workers' polling lines; two hosts with one id would be one host to settle. */
   private learnHostIds(): void {
     for (const host of this.hostLayout?.hosts ?? []) {
@@ -361,7 +356,7 @@ export class Cluster {
     if (new Set(ids).size !== ids.length) throw new Error(`hosts: two hosts derived one host id (${ids.join(', ')})`);
   }
 
-  /** The hosts holding calls IN_FLIGHT now (by the host on their records), with how many each. */
+  /** The hosts whose live workers hold calls IN_FLIGHT now, with how many each. */
   async hostsWithCallsInFlight(): Promise<Map<ClusterHost, number>> {
     const out = new Map<ClusterHost, number>();
     const rows = await this.callsInFlight().catch(() => []);
