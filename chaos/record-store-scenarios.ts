@@ -1,14 +1,14 @@
 /**
  * The record store as production runs it (docs/deploying.md#record-store-failover): a PostgreSQL
  * 15 primary with a streaming standby behind PgBouncer in transaction mode, failed over and its
- * pooler restarted while calls are in flight. `npm run chaos -- --production` runs PRODUCTION;
- * test/chaos/record-store-failover.test.ts runs the small sizes.
+ * pooler restarted while calls are in flight. `npm run chaos -- --production` runs them
+ * (chaos/production-scenarios.ts PRODUCTION); test/chaos/record-store-failover.test.ts runs the small sizes.
  */
 import { sleep, type Cluster } from './harness/cluster';
 import type { LaneSetup, Scenario } from './harness/scenario-types';
 
 type FaultLoop = NonNullable<Scenario['faults']>;
-type Size = Pick<Scenario, 'workers' | 'orchestrated' | 'scripted' | 'effectsEach' | 'spreadMs' | 'timeoutMs'>;
+export type Size = Pick<Scenario, 'workers' | 'orchestrated' | 'scripted' | 'effectsEach' | 'spreadMs' | 'timeoutMs'>;
 
 /** Replication lag at the primary's death: its WAL sender paused this long first (ReplicatedRecordStore.failOver). */
 export const FAILOVER_LAG_MS = 1_000;
@@ -17,8 +17,9 @@ export const FAILOVER_LAG_MS = 1_000;
  * Calls slowed as in worker-sigkill (chaos/scenarios.ts), so that a fault catches them in every
  * phase: claimed and not yet changed, changed and not yet recorded.
  */
-const SLOW_CALLS = 'file_edit.before_rename=sleep:1000@0.6,file_edit.after_rename=sleep:1000@0.6,bash_execute.after_run=sleep:1000@0.6';
-const LANES: LaneSetup = {
+export const SLOW_CALLS =
+  'file_edit.before_rename=sleep:1000@0.6,file_edit.after_rename=sleep:1000@0.6,bash_execute.after_run=sleep:1000@0.6';
+export const LANES: LaneSetup = {
   localByDefault: ['file_edit', 'file_view'],
   madeLocal: [],
   staysActivity: 'bash_execute (a shell command has no short bound)',
@@ -26,13 +27,13 @@ const LANES: LaneSetup = {
 };
 
 /** Sleeps `ms`, or less if the fault window closes first (the run waits for its fault loop to end). */
-async function pause(ms: number, running: () => boolean): Promise<void> {
+export async function pause(ms: number, running: () => boolean): Promise<void> {
   const until = Date.now() + ms;
   while (running() && Date.now() < until) await sleep(Math.min(250, until - Date.now()));
 }
 
 /** Waits (at most `ms`) until some call is IN_FLIGHT: a fault that catches none measures nothing. */
-async function untilCallsInFlight(cluster: Cluster, running: () => boolean, ms = 30_000): Promise<void> {
+export async function untilCallsInFlight(cluster: Cluster, running: () => boolean, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (running() && Date.now() < deadline && (await cluster.inFlightCount()) === 0) await sleep(100);
 }
@@ -102,7 +103,5 @@ export function poolerRestart(size: Size): Scenario {
   };
 }
 
-const full: Size = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, spreadMs: 60_000, timeoutMs: 8 * 60_000 };
-
-/** `npm run chaos -- --production`: a failover every ~25 s, the pooler every 5–10 s, over a minute's stream of trajectories. */
-export const PRODUCTION: Scenario[] = [failoverSync(full, 25_000), failoverAsync(full, 25_000), poolerRestart(full)];
+/** The production lane's size: a minute's stream of trajectories. */
+export const full: Size = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, spreadMs: 60_000, timeoutMs: 8 * 60_000 };

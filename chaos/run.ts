@@ -3,7 +3,7 @@
  *
  *   npm run chaos                       every scenario (chaos/scenarios.ts FULL), ~15 min
  *   npm run chaos -- --quick            a short fixed set (QUICK), ~4 min
- *   npm run chaos -- --production       the record store failed over and its pooler restarted (chaos/record-store-scenarios.ts)
+ *   npm run chaos -- --production       the production topology's faults: failover, pooler, host death, rolling deploy (chaos/production-scenarios.ts)
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
  *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)
@@ -26,7 +26,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { settleBundleOptions } from '../workers/workflow-bundle';
 import { installRuntime } from '../workers/runtime';
 import { FULL, QUICK } from './scenarios';
-import { PRODUCTION } from './record-store-scenarios';
+import { PRODUCTION } from './production-scenarios';
 import { runScenario } from './harness/scenario';
 import type { ScenarioResult } from './harness/scenario-types';
 import { markdownTable, textTable, verdict } from './harness/report';
@@ -39,7 +39,11 @@ async function main(): Promise<void> {
   const opts = new Command()
     .name('npm run chaos --')
     .option('--quick', 'the short fixed set', false)
-    .option('--production', 'the replicated record store failed over, its pooler restarted', false)
+    .option(
+      '--production',
+      'the production topology: replicated record store behind a pooler, two hosts; failover, pooler restart, host death, rolling deploy',
+      false,
+    )
     .option('--only <names>', 'comma-separated scenario names')
     .option('--seed <n>', 'seed of the fault schedule and workload', '1')
     .option('--out <dir>', 'where results.json and results.md go', HERE)

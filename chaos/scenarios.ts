@@ -98,7 +98,7 @@ export const rollingDeploys: FaultLoop = async (cluster, random, running) => {
 /** Some calls left in doubt: a worker kills itself right after starting a command (5 %), whose effect is then unknown. */
 const IN_DOUBT_COMMANDS = 'bash_execute.after_start=kill@0.05';
 
-const rollingDeploy = (
+export const rollingDeploy = (
   size: Pick<Scenario, 'workers' | 'orchestrated' | 'scripted' | 'effectsEach' | 'spreadMs' | 'timeoutMs'>,
   faultsForMs: number,
 ): Scenario => ({

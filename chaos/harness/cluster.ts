@@ -9,6 +9,8 @@ import { PostgresServer } from '../infra/postgres-server';
 import { ReplicatedRecordStore, type Replication } from '../infra/replicated-record-store';
 import { TemporalServer } from '../infra/temporal-server';
 import { WorkerProcess } from '../infra/worker-process';
+import { killHostProcesses } from '../infra/host';
+import { hostEnv, layOutHosts, mountOf, type ClusterHost, type HostLayout } from './hosts';
 import {
   generateOperatorKey,
   loadOperatorKeys,
@@ -48,7 +50,8 @@ export type FaultKind =
   | 'temporal-restart'
   | 'rolling-replace'
   | 'failover'
-  | 'pooler-restart';
+  | 'pooler-restart'
+  | 'host-death';
 
 export interface Fault {
   kind: FaultKind;
@@ -64,6 +67,9 @@ export interface Fault {
   aimedAt?: string;
   /** For a record-store fault: the calls IN_FLIGHT when it struck (a fault that caught none proves nothing). */
   inFlight?: number;
+  /** For a host's death: the host, and the identities of every worker it lost (the calls they held are the ones caught). */
+  host?: string;
+  identities?: string[];
 }
 
 export interface ClusterOptions {
@@ -90,6 +96,12 @@ export interface ClusterOptions {
   env?: NodeJS.ProcessEnv;
   /** The line a worker prints once it polls (default: settle's worker's settings line). */
   ready?: RegExp;
+  /**
+   * Spread the workers over this many "hosts" (chaos/harness/hosts.ts), round robin: each host a
+   * mount namespace with a disk of its own at the shared workspace root and SETTLE_RUNS_DIR, and
+   * its own derived host id. Default: one host, every worker on the machine's own filesystem.
+   */
+  hosts?: number;
   log?: (line: string) => void;
 }
 
@@ -110,6 +122,10 @@ export class Cluster {
   private buildEnv: NodeJS.ProcessEnv = {};
   /** Operator keys of this cluster, made when it starts (as an operator provisions them). */
   readonly onDuty: OnDuty = onDuty();
+  /** The hosts the workers are spread over (ClusterOptions.hosts); null: one host, the machine's filesystem. */
+  readonly hostLayout: HostLayout | null;
+  /** The host of every worker ever started on one, by pid. */
+  private readonly hostOfWorker = new Map<number, ClusterHost>();
 
   private constructor(
     private readonly options: ClusterOptions,
@@ -120,6 +136,7 @@ export class Cluster {
     readonly temporalAddress: string,
   ) {
     this.log = options.log ?? (() => {});
+    this.hostLayout = options.hosts === undefined ? null : layOutHosts(options.dir, options.hosts);
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {
@@ -127,9 +144,11 @@ export class Cluster {
     const postgres = replicated ? null : await PostgresServer.create(`${options.dir}/pg`);
     const temporal = options.temporalAddress ? null : await TemporalServer.start(options.dir);
     const cluster = new Cluster(options, postgres, replicated, temporal, options.temporalAddress ?? temporal!.address);
-    for (let i = 0; i < options.workers; i++) cluster.spawnWorker();
+    const hosts = cluster.hostLayout?.hosts ?? [];
+    for (let i = 0; i < options.workers; i++) cluster.spawnWorker(hosts.length ? hosts[i % hosts.length] : undefined);
     // A loaded host (a shared CI runner, several suites at once) may take minutes to start three workers.
     await Promise.all(cluster.workers.map((w) => w.ready(180_000)));
+    cluster.learnHostIds();
     cluster.watching = setInterval(() => cluster.watch(), 50);
     return cluster;
   }
@@ -138,7 +157,7 @@ export class Cluster {
     return this.replicated?.url ?? this.postgres!.url;
   }
 
-  private spawnWorker(): WorkerProcess {
+  private spawnWorker(host?: ClusterHost): WorkerProcess {
     const worker = WorkerProcess.start({
       temporalAddress: this.temporalAddress,
       databaseUrl: this.databaseUrl,
@@ -152,12 +171,16 @@ export class Cluster {
         SETTLE_OPERATOR_KEYS: this.onDuty.keysText,
         ...this.options.env,
         ...this.buildEnv,
+        // On a host: its own disk at the shared workspace root and runs directory, its own host id.
+        ...(this.hostLayout ? hostEnv(this.hostLayout) : {}),
       },
       ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
       ...(this.options.ready ? { ready: this.options.ready } : {}),
+      ...(host && this.hostLayout ? { host: mountOf(this.hostLayout, host) } : {}),
     });
     this.workers.push(worker);
     this.everyWorker.set(worker.pid, worker);
+    if (host) this.hostOfWorker.set(worker.pid, host);
     void worker.exited.then((exit) => this.onExit(worker, exit.signal, exit.code));
     return worker;
   }
@@ -180,7 +203,9 @@ export class Cluster {
       this.faults.push({ kind: 'worker-crash', at: now, until: now, identity: worker.identity });
       this.log(`worker ${worker.pid} exited on its own (${signal ?? 'exit code'}):\n${worker.output().slice(-1500)}`);
     }
-    this.spawnWorker();
+    // On its own host again (the same disk); a dead host's workers come back with the host (killHost).
+    const host = this.hostOfWorker.get(worker.pid);
+    if (!host?.down) this.spawnWorker(host);
   }
 
   /** Resumes workers that paused themselves at a `stop` failpoint, after they outlived their lease. */
@@ -239,13 +264,17 @@ export class Cluster {
     victim.signal('SIGKILL');
   }
 
-  /** The records IN_FLIGHT now, with their holders. */
-  private async callsInFlight(): Promise<{ key: string; holder: string }[]> {
+  private inspect(): pg.Pool {
     if (!this.inspector) {
       this.inspector = new pg.Pool({ connectionString: this.databaseUrl, max: 1, connectionTimeoutMillis: 2_000 });
       this.inspector.on('error', () => {}); // PostgreSQL restarted: the next query reconnects
     }
-    const { rows } = await this.inspector.query<{ key: string; holder: string }>(
+    return this.inspector;
+  }
+
+  /** The records IN_FLIGHT now, with their holders. */
+  private async callsInFlight(): Promise<{ key: string; holder: string }[]> {
+    const { rows } = await this.inspect().query<{ key: string; holder: string }>(
       "select key, holder from settle_endpoint_records where state = 'IN_FLIGHT' and holder is not null",
     );
     return rows;
@@ -314,6 +343,63 @@ export class Cluster {
     await sleep(downMs);
     await this.temporal.start();
     this.faults.push({ kind: 'temporal-restart', at, until: Date.now() });
+  }
+
+  /** Each host's id, from its workers' polling lines; two hosts with one id would be one host to settle. */
+  private learnHostIds(): void {
+    for (const host of this.hostLayout?.hosts ?? []) {
+      const ids = new Set(this.workers.filter((w) => this.hostOfWorker.get(w.pid) === host).map((w) => w.hostId));
+      if (ids.size !== 1 || ids.has(null)) throw new Error(`hosts: ${host.name}'s workers logged host ids ${[...ids].join(', ')}`);
+      host.id = [...ids][0]!;
+    }
+    const ids = this.hostLayout?.hosts.map((h) => h.id) ?? [];
+    if (new Set(ids).size !== ids.length) throw new Error(`hosts: two hosts derived one host id (${ids.join(', ')})`);
+  }
+
+  /** The hosts whose live workers hold calls IN_FLIGHT now, with how many each. */
+  async hostsWithCallsInFlight(): Promise<Map<ClusterHost, number>> {
+    const out = new Map<ClusterHost, number>();
+    const rows = await this.callsInFlight().catch(() => []);
+    for (const row of rows) {
+      const host = this.hostLayout?.hosts.find((h) => row.holder && h.id !== null && this.holderOn(row.holder, h));
+      if (host) out.set(host, (out.get(host) ?? 0) + 1);
+    }
+    return out;
+  }
+
+  /** How many trajectories have a claim recorded with a host: their workspace's host is known from the records from then on. */
+  async trajectoriesPinned(): Promise<number> {
+    const { rows } = await this.inspect().query<{ n: string }>(
+      'select count(distinct trajectory_id)::text as n from settle_endpoint_records where host is not null',
+    );
+    return Number(rows[0]!.n);
+  }
+
+  private holderOn(holder: string, host: ClusterHost): boolean {
+    return this.workers.some((w) => this.hostOfWorker.get(w.pid) === host && holder.startsWith(`${w.identity}#`));
+  }
+
+  /**
+   * A host's death: every process of its workers SIGKILLed at once (chaos/infra/host.ts), nothing
+   * started on it for `downMs`; then as many workers as it had start on it again (the same disk,
+   * so the same derived host id) and the fault ends once they poll.
+   */
+  async killHost(host: ClusterHost, downMs: number): Promise<void> {
+    const victims = this.workers.filter((w) => this.hostOfWorker.get(w.pid) === host);
+    const inFlight = (await this.hostsWithCallsInFlight()).get(host) ?? 0;
+    const at = Date.now();
+    host.down = true;
+    killHostProcesses(victims.map((w) => w.pid));
+    await Promise.all(victims.map((w) => w.exited));
+    await sleep(downMs);
+    host.down = false;
+    if (this.closed) return;
+    const back = victims.map(() => this.spawnWorker(host));
+    await Promise.all(back.map((w) => w.ready(180_000)));
+    const id = back[0]?.hostId;
+    if (id !== host.id) this.log(`${host.name} came back as host ${id}, not ${host.id}`);
+    this.faults.push({ kind: 'host-death', at, until: Date.now(), host: host.name, identities: victims.map((w) => w.identity), inFlight });
+    this.log(`${host.name} died with ${victims.length} workers and ${inFlight} calls in flight; back after ${Date.now() - at} ms`);
   }
 
   /** Resumes every paused worker (end of the fault phase: zombies finish what they were doing). */

@@ -2,8 +2,9 @@
  * Recovery times from the faults the cluster recorded and the endpoint records' event trails.
  *
  * A call is *caught* by a fault when its record was IN_FLIGHT at the fault's instant under a claim
- * of that generation — held by the victim, for a worker fault (SIGKILL, zombie, failpoint kill);
- * by anyone, for an infrastructure fault (PostgreSQL, Temporal). Its *recovery* is the time from
+ * of that generation — held by the victim, for a worker fault (SIGKILL, zombie, failpoint kill;
+ * for a host's death, any of its workers); by anyone, for an infrastructure fault (PostgreSQL,
+ * Temporal). Its *recovery* is the time from
  * the fault to the first transition of that same generation into COMPLETED or NOT_EXECUTED: the
  * moment settle's record says again, as a settled fact, whether the effect happened — by the
  * executor itself (`worker`, e.g. once PostgreSQL is back), by a probe reading the facts
@@ -41,9 +42,9 @@ export function recoveries(faults: Fault[], trails: CallTrail[]): Recovery[] & {
     for (const trail of trails) {
       const claim = inFlightClaimAt(trail.events, fault.at);
       if (!claim) continue;
-      // A worker fault catches only the calls that worker held; an infrastructure fault catches all.
+      // A worker fault catches only the calls that worker held (a host's death, its workers'); an infrastructure fault catches all.
       const holder = (claim.detail as { holder?: string } | null)?.holder ?? '';
-      if (fault.identity && !holder.startsWith(`${fault.identity}#`)) continue;
+      if (!heldBy(fault, holder)) continue;
       const settled = trail.events.find(
         (e) => e.generation === claim.generation && e.at.getTime() >= fault.at && SETTLED.has(e.toState) && e.fromState !== e.toState,
       );
@@ -72,6 +73,12 @@ export function trailLines(trail: CallTrail): string[] {
     const line = `${e.at.toISOString().slice(11, 23)} g${e.generation} ${e.fromState}→${e.toState} ${e.actor}`;
     return typeof why === 'string' ? `${line}: ${why.slice(0, 160)}` : line;
   });
+}
+
+/** Whether `fault` caught a claim of `holder`: its victim's (or victims'), or anyone's for an infrastructure fault. */
+function heldBy(fault: Fault, holder: string): boolean {
+  const victims = fault.identities ?? (fault.identity ? [fault.identity] : null);
+  return victims === null || victims.some((identity) => holder.startsWith(`${identity}#`));
 }
 
 /** The claim of the generation that was IN_FLIGHT at `at`, if one was. */
@@ -118,7 +125,7 @@ export function renewalRate(
       } else if (claim && e.generation === claim.generation && e.toState !== 'IN_FLIGHT') {
         const start = claim.at;
         const holderFault = faults.find(
-          (f) => f.identity && claim!.holder.startsWith(`${f.identity}#`) && f.at > start && f.at < e.at.getTime(),
+          (f) => (f.identity || f.identities) && heldBy(f, claim!.holder) && f.at > start && f.at < e.at.getTime(),
         );
         runningMs += (holderFault ? holderFault.at : e.at.getTime()) - start;
         claim = null;

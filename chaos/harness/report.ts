@@ -12,6 +12,7 @@ const HEADERS = [
   'duplicates',
   'lost',
   'left in doubt',
+  'wrong host (effects/claims)',
   'operator',
   'recovery p50/max (probeable)',
   'recovery p50/max (all)',
@@ -26,8 +27,11 @@ export function verdict(r: ScenarioResult): string {
     r.lost && `${r.lost} lost`,
     r.misreported && `${r.misreported} misreported`,
     r.leftInDoubt && `${r.leftInDoubt} left in doubt`,
+    r.hosts?.effectsElsewhere && `${r.hosts.effectsElsewhere} effect(s) on a host without the workspace`,
+    r.hosts?.claimsElsewhere && `${r.hosts.claimsElsewhere} claim(s) on a host without the workspace`,
     r.failedTrajectories && `${r.failedTrajectories} failed trajectories`,
     r.failedTurns && `${r.failedTurns} failed turns`,
+    r.failedCalls && `${r.failedCalls} calls answered otherwise (denied, …)`,
     r.unfinished && `${r.unfinished} unfinished`,
     Object.keys(r.workflowTaskFailures).some((m) => /nondetermin/i.test(m)) && 'nondeterminism',
   ].filter(Boolean);
@@ -88,11 +92,12 @@ function row(r: ScenarioResult): string[] {
     String(r.duplicates),
     String(r.lost),
     String(r.leftInDoubt),
+    r.hosts ? `${r.hosts.effectsElsewhere}/${r.hosts.claimsElsewhere}` : '–',
     operator(r),
     recovery(r.recovery.probeable),
     recovery(r.recovery.all),
     faults(r),
-    String(r.failedTrajectories + r.failedTurns + r.unfinished),
+    String(r.failedTrajectories + r.failedTurns + (r.failedCalls ?? 0) + r.unfinished),
   ];
 }
 
@@ -129,6 +134,13 @@ export function markdownTable(
     '(SETTLE_LANES), and *local*, the defaults plus the tools short enough to move there; a row names',
     'what stayed in the activity lane. Each recovery counts in the lane of the call it caught.',
     '',
+    'A scenario on several *hosts* spreads its workers and its workspaces over mount namespaces that each',
+    'bind a disk of their own at the same paths (chaos/harness/hosts.ts); a stale copy of every workspace',
+    'is on the other hosts’ disks. Effects are counted on every disk: *effects*, *duplicates* and *lost*',
+    'on the disk of the host that holds the workspace; *wrong host* counts apart the effects found on',
+    'another host’s copy and the claims recorded by another host (each a defect). A *host-death* catches',
+    'the calls its workers held; their recovery includes the seconds the host was down.',
+    '',
     laneSummary(results),
     '',
     `| ${HEADERS.join(' | ')} |`,
@@ -137,7 +149,7 @@ export function markdownTable(
     '',
     ...results.map(
       (r) =>
-        `- **${r.scenario}** (${r.lane ?? 'default'} lane): ${r.description}. ${lanes(r)}Faults: ${
+        `- **${r.scenario}** (${r.lane ?? 'default'} lane): ${r.description}. ${r.hosts ? `${r.hosts.count} hosts. ` : ''}${lanes(r)}Faults: ${
           Object.entries(r.faults)
             .map(([k, n]) => `${n} × ${k}`)
             .join(', ') || 'none'

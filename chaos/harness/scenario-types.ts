@@ -69,6 +69,12 @@ export interface Scenario {
    * in transaction mode (chaos/infra/replicated-record-store.ts); default: one PostgreSQL.
    */
   recordStore?: Replication;
+  /**
+   * Spread the workers over this many "hosts", each with a disk of its own (ClusterOptions.hosts),
+   * and the trajectories' workspaces over their disks; effects are then counted on every disk.
+   * Trajectories workload only.
+   */
+  hosts?: number;
   /** More environment for every worker (e.g. the operator's SETTLE_RECORD_DURABILITY override). */
   workerEnv?: NodeJS.ProcessEnv;
   /** Lease for the trajectories (default: settle's default). */
@@ -110,6 +116,12 @@ export interface ScenarioEnvironment {
   team?: { workerEntry: string; workflowBundlePath: string };
 }
 
+export interface HostFigures {
+  count: number;
+  effectsElsewhere: number;
+  claimsElsewhere: number;
+}
+
 export interface ScenarioResult {
   scenario: string;
   description: string;
@@ -125,6 +137,12 @@ export interface ScenarioResult {
   effects: number;
   duplicates: number;
   lost: number;
+  /**
+   * With several hosts: how many, the effects found in a copy of a workspace on a host that does
+   * not hold it (counted apart, not in `effects` or `duplicates`), and the claims recorded on such
+   * a host — each a call run, or probed, away from its evidence.
+   */
+  hosts?: HostFigures;
   /** settle said "not executed" but the effect is in the files (scripted trajectories; orchestrated ones re-propose). */
   misreported: number;
   /** IN_DOUBT records of this run left at the end. */
@@ -136,6 +154,8 @@ export interface ScenarioResult {
   faults: Record<string, number>;
   failedTrajectories: number;
   failedTurns: number;
+  /** Effects settle answered otherwise than executed or not executed (denied, invalid, …): each a defect of the run. */
+  failedCalls?: number;
   unfinished: number;
   /**
    * Recovery of the calls a fault caught in flight: from the fault to the first transition of the

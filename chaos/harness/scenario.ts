@@ -10,11 +10,12 @@ import { openDatabase, useUnnamedStatements } from '../../activities/store/datab
 import { EndpointStore } from '../../activities/store/endpoint-store';
 import { SettleClient } from '../../client/index';
 import { Cluster, type Fault } from './cluster';
-import { countEffects } from './effects';
+import { countEffects, countEffectsElsewhere } from './effects';
+import { claimsElsewhere, StaleCopies, type ClusterHost } from './hosts';
 import { recoveries, recoveryFigures, renewalFigures, renewalRate, trailLines, type CallTrail } from './metrics';
 import { callTrails, historyFigures, renewalStatements } from './collect';
 import { mulberry32 } from './random';
-import type { Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
+import type { HostFigures, Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
 import { laneEnv, laneFields, runName } from './lanes';
 import { Sre } from './sre';
 import { runMcpGatewayScenario } from './mcp-gateway';
@@ -22,6 +23,9 @@ import { runTeamToolsScenario } from './team-tools';
 import { approveWhileRunning, planTrajectories, runTrajectory, type TrajectoryReport } from './workload';
 
 export async function runScenario(scenario: Scenario, env: ScenarioEnvironment): Promise<ScenarioResult> {
+  if (scenario.hosts !== undefined && (scenario.workload ?? 'trajectories') !== 'trajectories') {
+    throw new Error(`${scenario.name}: hosts: only the trajectories workload runs on several hosts`);
+  }
   if (scenario.workload === 'team-tools') return runTeamToolsScenario(scenario, env);
   if (scenario.workload === 'mcp-gateway') return runMcpGatewayScenario(scenario, env);
   const random = mulberry32(env.seed);
@@ -36,6 +40,7 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     taskQueue: `chaos-${name}-${env.seed}`,
     env: { ...laneEnv(scenario), ...scenario.workerEnv },
     ...(scenario.recordStore ? { replicated: scenario.recordStore } : {}),
+    ...(scenario.hosts !== undefined ? { hosts: scenario.hosts } : {}),
     workflowBundlePath: env.workflowBundlePath,
     ...(env.workerEntry ? { workerEntry: env.workerEntry } : {}),
     ...(scenario.failpoints ? { failpoints: scenario.failpoints } : {}),
@@ -58,6 +63,9 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
       effectsEach: scenario.effectsEach,
       a3Share: scenario.a3Share ?? 0,
       random,
+      ...(cluster.hostLayout
+        ? { hosts: { root: cluster.hostLayout.workspaceRoot, disks: cluster.hostLayout.hosts.map((h) => h.workspaces) } }
+        : {}),
     });
     const deadline = Date.now() + scenario.timeoutMs;
     const sre = new Sre(settle, store, cluster, plans);
@@ -69,6 +77,8 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
         return runTrajectory(settle, p, deadline, scenario.leaseMs);
       }),
     ).finally(() => (running = false));
+    const stale = cluster.hostLayout ? new StaleCopies(db, plans, cluster.hostLayout.hosts) : null;
+    const copying = stale?.watch(() => running) ?? Promise.resolve();
     const faultsUntil = Date.now() + (scenario.faultsForMs ?? Infinity);
     const faulting = (scenario.faults?.(cluster, random, () => running && Date.now() < faultsUntil) ?? Promise.resolve()).catch(
       (err: unknown) => env.log(`${name}: fault injection stopped: ${String(err)}`),
@@ -77,6 +87,7 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     const progress = setInterval(() => void logProgress(name, store, cluster, plans, env.log), 15_000);
     const reports = await workload.finally(() => clearInterval(progress));
     await faulting;
+    await copying;
     cluster.resumeAll();
     await duties;
     // Last look: anything still in doubt whose facts are final is settled by the SRE now.
@@ -86,12 +97,33 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     const trails = await callTrails(store, ids);
     const histories = await historyFigures(settle, ids, env.historiesDir);
     const renewals = await renewalStatements(db);
-    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, renewals, started, histories);
+    const hosts = cluster.hostLayout ? await hostFigures(db, plans, cluster.hostLayout.hosts, stale!) : null;
+    return summarize(scenario, reports, plans, countEffects(plans), cluster.faults, sre, trails, renewals, started, histories, hosts);
   } finally {
     await connection.close().catch(() => {});
     await db.destroy().catch(() => {});
     await cluster.stop();
   }
+}
+
+/** What several hosts add to the counts: effects and claims on a host that does not hold the workspace. */
+async function hostFigures(
+  db: ReturnType<typeof openDatabase>,
+  plans: ReturnType<typeof planTrajectories>,
+  hosts: ClusterHost[],
+  stale: StaleCopies,
+): Promise<{ figures: HostFigures; problems: string[] }> {
+  const elsewhere = countEffectsElsewhere(plans);
+  const claims = await claimsElsewhere(db, plans, hosts);
+  const problems = [
+    ...[...elsewhere].map(([uid, n]) => `${uid} happened ${n} time(s) on a host that does not hold its workspace`),
+    ...claims,
+    ...stale.pinnedElsewhere,
+  ];
+  return {
+    figures: { count: hosts.length, effectsElsewhere: [...elsewhere.values()].reduce((a, b) => a + b, 0), claimsElsewhere: claims.length },
+    problems,
+  };
 }
 
 /** Every 15 s: how far the workload got and what holds it up (for a person watching the run). */
@@ -121,8 +153,9 @@ function summarize(
   renewalCount: number | null,
   started: number,
   { taskFailures, laneAttempts }: Awaited<ReturnType<typeof historyFigures>>,
+  hosts: { figures: HostFigures; problems: string[] } | null = null,
 ): ScenarioResult {
-  const problems: string[] = [];
+  const problems: string[] = [...(hosts?.problems ?? [])];
   let duplicates = 0;
   let lost = 0;
   let misreported = 0;
@@ -181,10 +214,12 @@ function summarize(
     misreported,
     leftInDoubt: inDoubt.length,
     ...(inDoubt.length ? { inDoubtTrails: inDoubt.slice(0, 10).map((t) => ({ key: t.key, tool: t.tool, trail: trailLines(t) })) } : {}),
+    ...(hosts ? { hosts: hosts.figures } : {}),
     operator,
     faults: faultCounts,
     failedTrajectories: reports.filter((r) => r.outcome === 'failed').length,
     failedTurns: reports.reduce((n, r) => n + r.failedTurns, 0),
+    failedCalls: reports.reduce((n, r) => n + r.effects.filter((e) => e.final === 'failed').length, 0),
     unfinished: reports.filter((r) => r.outcome === 'unfinished').length,
     recovery: recoveryFigures(recovered),
     ...renewalFigures(rate),

@@ -101,7 +101,7 @@ export class Sre {
     if (this.holderMayStillAct(events, record.generation)) return false;
     const uid = uidOfArgs(record.args);
     if (!uid) return false;
-    const present = effectPresent(plan.workspace, uid);
+    const present = effectPresent(plan, uid);
     const verdict = present ? 'applied' : 'not_applied';
     const resolution = await resolveCall(
       this.settle,

@@ -32,7 +32,16 @@ export interface TrajectoryPlan {
   id: string;
   driver: 'orchestrated' | 'scripted';
   level: 'A2' | 'A3';
+  /** The workspace as the workers see it. */
   workspace: string;
+  /**
+   * The workspace on each host's disk, as the harness sees it (one host: `[workspace]`). It is
+   * made on its home host's disk only; the others get a stale copy once it is pinned there
+   * (hosts.ts copyWhenPinned), so that a call run or probed elsewhere leaves its trace elsewhere.
+   */
+  disks: string[];
+  /** Index of the host that holds it in `disks`. */
+  home: number;
   effects: EffectPlan[];
 }
 
@@ -80,20 +89,24 @@ export function planTrajectories(options: {
   /** Share of trajectories whose effects need approval (A3). */
   a3Share?: number;
   random: () => number;
+  /** Workspaces spread over hosts, round robin: the workers' workspace root and each host's, as the harness sees it. */
+  hosts?: { root: string; disks: string[] };
 }): TrajectoryPlan[] {
   const plans: TrajectoryPlan[] = [];
   const total = options.orchestrated + options.scripted;
   for (let i = 0; i < total; i++) {
     const id = `${options.prefix}-t${i}`;
-    const workspace = path.join(options.dir, 'ws', `t${i}`);
-    fs.mkdirSync(workspace, { recursive: true });
-    handOverWorkspace(workspace); // as root, sandboxed commands run as the workspace's unprivileged owner
-    fs.writeFileSync(path.join(workspace, EDITS_FILE), 'END\n');
+    const hosts = options.hosts;
+    const home = hosts ? i % hosts.disks.length : 0;
+    const disks = hosts ? hosts.disks.map((d) => path.join(d, `t${i}`)) : [path.join(options.dir, 'ws', `t${i}`)];
+    makeWorkspace(disks[home]!);
     plans.push({
       id,
       driver: i < options.orchestrated ? 'orchestrated' : 'scripted',
       level: options.random() < (options.a3Share ?? 0) ? 'A3' : 'A2',
-      workspace: fs.realpathSync(workspace),
+      workspace: hosts ? path.join(hosts.root, `t${i}`) : fs.realpathSync(disks[0]!),
+      disks: hosts ? disks : [fs.realpathSync(disks[0]!)],
+      home,
       effects: Array.from({ length: options.effectsEach }, (_, n) => ({
         uid: `${options.prefix}.t${i}.e${n}`,
         tool: n % 2 === 0 ? ('file_edit' as const) : ('bash_execute' as const),
@@ -102,6 +115,13 @@ export function planTrajectories(options: {
     });
   }
   return plans;
+}
+
+/** A workspace as a trajectory starts with it: an edits file with its END line. */
+export function makeWorkspace(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true });
+  handOverWorkspace(dir); // as root, sandboxed commands run as the workspace's unprivileged owner
+  fs.writeFileSync(path.join(dir, EDITS_FILE), 'END\n');
 }
 
 /** The call that performs `effect`; `attempt` > 0 for a re-proposal (a new call id, so a new key). */

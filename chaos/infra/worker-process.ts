@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { hostIdIn, inHost, type HostMount } from './host';
 
 const READY = /settle worker: .*queue=/;
 const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
@@ -26,6 +27,11 @@ export interface WorkerProcessOptions {
   entry?: string;
   /** The line the worker prints once it polls (default: settle's worker's settings line). */
   ready?: RegExp;
+  /**
+   * Run on a "host" of its own (chaos/infra/host.ts): in a mount namespace where the host's disk
+   * is bound at the shared path, as the leader of its own process group (a host's death kills it).
+   */
+  host?: HostMount;
 }
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
@@ -35,6 +41,7 @@ export class WorkerProcess {
   readonly exited: Promise<Exit>;
   private out = '';
   private polling = false;
+  private host: string | null = null;
 
   private constructor(
     readonly child: ChildProcess,
@@ -45,7 +52,10 @@ export class WorkerProcess {
     const collect = (b: Buffer) => {
       this.out = (this.out + b.toString()).slice(-maxOutput);
       // Remembered: the settings line may later scroll out of the kept output.
-      if (!this.polling && ready.test(this.out)) this.polling = true;
+      if (!this.polling && ready.test(this.out)) {
+        this.polling = true;
+        this.host = hostIdIn(this.out);
+      }
     };
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
@@ -53,7 +63,9 @@ export class WorkerProcess {
   }
 
   static start(options: WorkerProcessOptions): WorkerProcess {
-    const child = spawn(process.execPath, options.entry ? [options.entry] : ['--import', 'tsx', WORKER], {
+    const node = { file: process.execPath, args: options.entry ? [options.entry] : ['--import', 'tsx', WORKER] };
+    const command = options.host ? inHost(options.host, node.file, node.args) : node;
+    const child = spawn(command.file, command.args, {
       env: {
         ...process.env,
         ...options.env,
@@ -66,6 +78,7 @@ export class WorkerProcess {
         ...(options.workflowBundlePath ? { SETTLE_WORKFLOW_BUNDLE: options.workflowBundlePath } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.host ? { detached: true } : {}),
     });
     return new WorkerProcess(child, options.maxOutput ?? 64 * 1024, options.ready ?? READY);
   }
@@ -73,6 +86,11 @@ export class WorkerProcess {
   /** The identity the worker records as holder of its claims (workers/create-worker.ts). */
   get identity(): string {
     return `settle-worker@${os.hostname()}:${this.pid}`;
+  }
+
+  /** The host id the worker logged once it polled (settle's worker logs it; null before, or for another worker). */
+  get hostId(): string | null {
+    return this.host;
   }
 
   output(): string {

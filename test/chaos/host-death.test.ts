@@ -9,18 +9,17 @@
  * (each edit sleeps before its rename, so the kill lands mid-effect), then comes back. Effects are
  * counted at the effect, in the files on each host's disk: each edit once, on one host, none lost.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { SettleClient } from '../../client/index';
 import { handOverWorkspace } from '../../activities/tools/sandbox-identity';
+import { killHostProcesses, requireHosts } from '../../chaos/infra/host';
+import { WorkerProcess } from '../../chaos/infra/worker-process';
 import { openTestDb, testStore, uniqueId } from '../support/env';
 
-const WORKER = fileURLToPath(new URL('../../workers/worker.ts', import.meta.url));
 const EDITS = 10;
 const db = openTestDb(2);
 const store = testStore(db);
@@ -31,68 +30,36 @@ interface Host {
   name: string;
   /** The directory this host's namespace binds at the shared workspace root path: its "disk". */
   disk: string;
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<unknown>;
+  worker: WorkerProcess;
 }
 
-/** A worker in a mount namespace of its own, where `disk` is bound at `root`; its own process group. */
+/** A worker in a mount namespace of its own, where `disk` is bound at `root` (chaos/infra/host.ts). */
 function startHost(name: string, disk: string, root: string, taskQueue: string): Host {
-  const child = spawn(
-    'unshare',
-    [
-      '-m',
-      '--propagation',
-      'private',
-      'sh',
-      '-c',
-      'mount --bind "$1" "$2" && exec "$0" --import tsx "$3"',
-      process.execPath,
-      disk,
-      root,
-      WORKER,
-    ],
-    {
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: inject('temporalAddress'),
-        DATABASE_URL: inject('databaseUrl'),
-        TEMPORAL_TASK_QUEUE: taskQueue,
-        SETTLE_WORKSPACE_ROOT: root,
-        SETTLE_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        // Each edit waits before its rename: a kill lands inside the effect's window.
-        SETTLE_FAILPOINTS: 'file_edit.before_rename=sleep:300',
-        SETTLE_HOST_ID: '',
-      },
-    },
-  );
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  const host: Host = { name, disk, child, output: () => out, exited: new Promise((r) => child.once('exit', r)) };
+  const worker = WorkerProcess.start({
+    temporalAddress: inject('temporalAddress'),
+    databaseUrl: inject('databaseUrl'),
+    taskQueue,
+    workflowBundlePath: inject('workflowBundlePath'),
+    // Each edit waits before its rename: a kill lands inside the effect's window.
+    failpoints: 'file_edit.before_rename=sleep:300',
+    env: { SETTLE_WORKSPACE_ROOT: root, SETTLE_HOST_ID: '' },
+    host: { disk, at: root },
+  });
+  const host: Host = { name, disk, worker };
   hosts.push(host);
   return host;
 }
 
-/** SIGKILL to the host's whole process group: its worker and every child, at once. */
+/** SIGKILL to the host's whole process group and everything it started, at once. */
 function killHost(host: Host): void {
-  try {
-    process.kill(-host.child.pid!, 'SIGKILL');
-  } catch {
-    // already gone
-  }
+  killHostProcesses([host.worker.pid]);
 }
 
 async function hostIdOf(host: Host): Promise<string> {
-  for (let i = 0; i < 600; i++) {
-    const m = /"host":"([^"]+)"/.exec(host.output());
-    if (m) return m[1]!;
-    if (host.child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${host.name} never polled:\n${host.output()}`);
+  await host.worker.ready(180_000);
+  const id = host.worker.hostId;
+  if (!id) throw new Error(`${host.name} logged no host id:\n${host.worker.output()}`);
+  return id;
 }
 
 function edits(file: string): string[] {
@@ -115,8 +82,7 @@ afterAll(async () => {
 
 describe('workers on several hosts', { timeout: 300_000 }, () => {
   it('a host SIGKILLed mid-edit: its calls wait for it, none runs or is probed on the other host; 0 duplicated, 0 lost', async () => {
-    const unshare = spawnSync('unshare', ['-m', 'true']);
-    expect(unshare.status, `unshare -m needs root (CAP_SYS_ADMIN): ${unshare.stderr?.toString()}`).toBe(0);
+    requireHosts();
 
     const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'settle-hosts-')));
     const root = path.join(base, 'root');
@@ -157,7 +123,7 @@ describe('workers on several hosts', { timeout: 300_000 }, () => {
     const onA = (i: number) => edits(path.join(disks.a, names[i]!, 'app.txt')).length;
     for (let t = 0; t < 1200 && ![0, 1, 2].every((i) => onA(i) >= 1); t++) await new Promise((r) => setTimeout(r, 50));
     killHost(hostA);
-    await hostA.exited;
+    await hostA.worker.exited;
     const atKill = [0, 1, 2].map(onA);
     expect(
       atKill.some((n) => n < EDITS),

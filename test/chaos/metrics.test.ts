@@ -41,6 +41,24 @@ describe('chaos metrics', () => {
     expect(found.unsettled).toBe(1);
   });
 
+  it("a host's death catches the calls of each of its workers, and only theirs", () => {
+    const W3 = 'settle-worker@host:303';
+    const settledAt = (key: string, holder: string) =>
+      trail(key, [
+        claim(0, 1, holder),
+        event(8_000, 1, 'IN_FLIGHT', 'IN_DOUBT', 'lease-expiry'),
+        event(9_000, 1, 'IN_DOUBT', 'COMPLETED', 'probe:file_edit'),
+      ]);
+    const death: Fault = { kind: 'host-death', at: T0 + 1_000, until: T0 + 7_000, host: 'host-a', identities: [W1, W2] };
+    const found = recoveries([death], [settledAt('a', `${W1}#1@1`), settledAt('b', `${W2}#2@1`), settledAt('c', `${W3}#3@1`)]);
+    expect(found.map((r) => ({ key: r.key, fault: r.fault, ms: r.ms }))).toEqual([
+      { key: 'a', fault: 'host-death', ms: 8_000 },
+      { key: 'b', fault: 'host-death', ms: 8_000 },
+    ]);
+    // Its workers renewed nothing once the host was dead.
+    expect(renewalRate(0, [settledAt('a', `${W1}#1@1`)], [death]).runningSeconds).toBeCloseTo(1);
+  });
+
   it('a call runs from its claim until it is settled or its holder dies, whichever is first', () => {
     const trails = [
       // Completed by its executor after 2.5 s.
