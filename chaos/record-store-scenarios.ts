@@ -1,8 +1,10 @@
 /**
  * The record store as production runs it (docs/deploying.md#record-store-failover): a PostgreSQL
  * 15 primary with a streaming standby behind PgBouncer in transaction mode, failed over and its
- * pooler restarted while calls are in flight. `npm run chaos -- --production` runs PRODUCTION;
- * test/chaos/record-store-failover.test.ts runs the small sizes.
+ * pooler restarted while calls are in flight. `npm run chaos -- --production` runs PRODUCTION, on
+ * the production topology's Temporal and TLS (onProductionTopology); test/chaos/record-store-failover.test.ts
+ * runs the small sizes without them, test/production/record-store-failover-tls.test.ts the synchronous
+ * failover with them.
  */
 import { sleep, type Cluster } from './harness/cluster';
 import type { LaneSetup, Scenario } from './harness/scenario-types';
@@ -102,7 +104,22 @@ export function poolerRestart(size: Size): Scenario {
   };
 }
 
+/** How onProductionTopology's scenarios describe what they run on. */
+export const PRODUCTION_TOPOLOGY =
+  'Temporal server v1.29.1 on PostgreSQL, mTLS required on its frontend (workers connect with TEMPORAL_TLS_*); record store over TLS, sslmode=verify-full to PgBouncer, PgBouncer verify-full to the primary';
+
+/**
+ * The scenario on the production topology's Temporal and TLS (ClusterOptions.tls) rather than the
+ * Temporal dev server in plaintext; its record store stays as the scenario has it.
+ */
+export function onProductionTopology(scenario: Scenario): Scenario {
+  return { ...scenario, tls: true, description: `${PRODUCTION_TOPOLOGY}; ${scenario.description}` };
+}
+
 const full: Size = { workers: 3, orchestrated: 16, scripted: 16, effectsEach: 6, spreadMs: 60_000, timeoutMs: 8 * 60_000 };
 
+/** The record-store faults on the Temporal dev server, in plaintext (`npm run chaos -- --production --plain`). */
+export const PRODUCTION_PLAIN: Scenario[] = [failoverSync(full, 25_000), failoverAsync(full, 25_000), poolerRestart(full)];
+
 /** `npm run chaos -- --production`: a failover every ~25 s, the pooler every 5–10 s, over a minute's stream of trajectories. */
-export const PRODUCTION: Scenario[] = [failoverSync(full, 25_000), failoverAsync(full, 25_000), poolerRestart(full)];
+export const PRODUCTION: Scenario[] = PRODUCTION_PLAIN.map(onProductionTopology);
