@@ -3,12 +3,23 @@
  * record store a PostgreSQL 15 primary with a streaming standby behind PgBouncer in transaction
  * mode, the workers on two "hosts" that do not share a disk (chaos/harness/hosts.ts) — and its
  * faults: the primary failed over (synchronous and asynchronous replication), the pooler
- * restarted, a host's death, a rolling deploy.
+ * restarted, a host's death, a rolling deploy — on a Temporal server on PostgreSQL over mTLS, the
+ * record store over TLS (onProductionTopology; `--plain` leaves both out).
  */
 import type { Cluster } from './harness/cluster';
 import type { ClusterHost } from './harness/hosts';
 import type { Scenario } from './harness/scenario-types';
-import { failoverAsync, failoverSync, full, LANES, pause, poolerRestart, SLOW_CALLS, type Size } from './record-store-scenarios';
+import {
+  failoverAsync,
+  failoverSync,
+  full,
+  LANES,
+  onProductionTopology,
+  pause,
+  poolerRestart,
+  SLOW_CALLS,
+  type Size,
+} from './record-store-scenarios';
 import { rollingDeploy } from './scenarios';
 
 type FaultLoop = NonNullable<Scenario['faults']>;
@@ -80,8 +91,10 @@ function rollingDeployOnHosts(size: Size, faultsForMs: number): Scenario {
 
 const onTwoHosts = (scenario: Scenario): Scenario => ({ ...scenario, hosts: 2, description: `${scenario.description}; two hosts` });
 
-/** A failover every ~25 s, the pooler every 5–10 s, a host's death every ~20 s, deploy after deploy; over a minute's stream of trajectories. */
-export const PRODUCTION: Scenario[] = [
+/**
+ * On the Temporal dev server in plaintext (`--production --plain`): a failover every ~25 s, the pooler every 5–10 s, a host's death every ~20 s, deploy after deploy; over a minute's stream of trajectories.
+ */
+export const PRODUCTION_PLAIN: Scenario[] = [
   onTwoHosts(failoverSync(full, 25_000)),
   onTwoHosts(failoverAsync(full, 25_000)),
   onTwoHosts(poolerRestart(full)),
@@ -90,3 +103,6 @@ export const PRODUCTION: Scenario[] = [
   hostDeath({ ...twoByTwo, spreadMs: 20_000, effectsEach: 12 }, 20_000, 3 * 60_000),
   rollingDeployOnHosts(twoByTwo, 2 * 60_000),
 ];
+
+/** `npm run chaos -- --production`: the same on a Temporal server on PostgreSQL over mTLS, the record store over TLS. */
+export const PRODUCTION: Scenario[] = PRODUCTION_PLAIN.map(onProductionTopology);

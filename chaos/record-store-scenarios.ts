@@ -2,7 +2,9 @@
  * The record store as production runs it (docs/deploying.md#record-store-failover): a PostgreSQL
  * 15 primary with a streaming standby behind PgBouncer in transaction mode, failed over and its
  * pooler restarted while calls are in flight. `npm run chaos -- --production` runs them
- * (chaos/production-scenarios.ts PRODUCTION); test/chaos/record-store-failover.test.ts runs the small sizes.
+ * (chaos/production-scenarios.ts PRODUCTION) on the production topology's Temporal and TLS
+ * (onProductionTopology); test/chaos/record-store-failover.test.ts runs the small sizes without
+ * them, test/production/record-store-failover-tls.test.ts the synchronous failover with them.
  */
 import { sleep, type Cluster } from './harness/cluster';
 import type { LaneSetup, Scenario } from './harness/scenario-types';
@@ -101,6 +103,18 @@ export function poolerRestart(size: Size): Scenario {
     lanes: LANES,
     faults: poolerRestarts,
   };
+}
+
+/** How onProductionTopology's scenarios describe what they run on. */
+export const PRODUCTION_TOPOLOGY =
+  'Temporal server v1.29.1 on PostgreSQL, mTLS required on its frontend (workers connect with TEMPORAL_TLS_*); record store over TLS, sslmode=verify-full to PgBouncer, PgBouncer verify-full to the primary';
+
+/**
+ * The scenario on the production topology's Temporal and TLS (ClusterOptions.tls) rather than the
+ * Temporal dev server in plaintext; its record store stays as the scenario has it.
+ */
+export function onProductionTopology(scenario: Scenario): Scenario {
+  return { ...scenario, tls: true, description: `${PRODUCTION_TOPOLOGY}; ${scenario.description}` };
 }
 
 /** The production lane's size: a minute's stream of trajectories. */

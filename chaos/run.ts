@@ -3,16 +3,19 @@
  *
  *   npm run chaos                       every scenario (chaos/scenarios.ts FULL), ~15 min
  *   npm run chaos -- --quick            a short fixed set (QUICK), ~4 min
- *   npm run chaos -- --production       the production topology's faults: failover, pooler, host death, rolling deploy (chaos/production-scenarios.ts)
+ *   npm run chaos -- --production       the production topology's faults: failover, pooler, host death, rolling deploy
+ *                                       (chaos/production-scenarios.ts), on two hosts, a Temporal server on PostgreSQL
+ *                                       over mTLS, the record store over TLS
+ *   npm run chaos -- --production --plain  the same on the Temporal dev server, without TLS
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
  *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)
  *   npm run chaos -- --lane local       one lane only (default: every scenario in both lanes)
  *
  * Every scenario runs twice, once a lane (chaos/harness/lanes.ts): its short tools moved to the
- * activity lane, then in the local lane. Each run gets its own PostgreSQL, Temporal dev server and worker processes. Effects are
+ * activity lane, then in the local lane. Each run gets its own PostgreSQL, Temporal server and worker processes. Effects are
  * counted from the workspaces' files, never from settle's records. Prints the table and writes it
- * to chaos/results.json and chaos/results.md (results-quick.* with --quick). Exits 1 if any
+ * to chaos/results.json and chaos/results.md (results-quick.*, results-production.*, results-production-plain.*). Exits 1 if any
  * scenario shows a duplicate, a lost effect, a call left in doubt or a failed trajectory.
  */
 import { execFileSync } from 'node:child_process';
@@ -26,7 +29,8 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { settleBundleOptions } from '../workers/workflow-bundle';
 import { installRuntime } from '../workers/runtime';
 import { FULL, QUICK } from './scenarios';
-import { PRODUCTION } from './production-scenarios';
+import { PRODUCTION, PRODUCTION_PLAIN } from './production-scenarios';
+import { PRODUCTION_TOPOLOGY } from './record-store-scenarios';
 import { runScenario } from './harness/scenario';
 import type { ScenarioResult } from './harness/scenario-types';
 import { markdownTable, textTable, verdict } from './harness/report';
@@ -41,21 +45,35 @@ async function main(): Promise<void> {
     .option('--quick', 'the short fixed set', false)
     .option(
       '--production',
-      'the production topology: replicated record store behind a pooler, two hosts; failover, pooler restart, host death, rolling deploy',
+      'the production topology: two hosts, replicated record store behind a pooler, Temporal on PostgreSQL over mTLS, TLS to the record store; failover, pooler restart, host death, rolling deploy',
       false,
     )
+    .option('--plain', 'with --production: on the Temporal dev server, without TLS', false)
     .option('--only <names>', 'comma-separated scenario names')
     .option('--seed <n>', 'seed of the fault schedule and workload', '1')
     .option('--out <dir>', 'where results.json and results.md go', HERE)
     .option('--histories <dir>', "write every trajectory's workflow history there (JSON)")
     .option('--lane <lane>', 'run the scenarios in this lane only: local or activity (default: both)')
     .parse()
-    .opts<{ quick: boolean; production: boolean; only?: string; seed: string; out: string; histories?: string; lane?: string }>();
+    .opts<{
+      quick: boolean;
+      production: boolean;
+      plain: boolean;
+      only?: string;
+      seed: string;
+      out: string;
+      histories?: string;
+      lane?: string;
+    }>();
   if (opts.quick && opts.production) {
     console.error('--quick and --production: choose one set');
     process.exit(2);
   }
-  const catalog = opts.production ? PRODUCTION : opts.quick ? QUICK : FULL;
+  if (opts.plain && !opts.production) {
+    console.error('--plain: only with --production');
+    process.exit(2);
+  }
+  const catalog = opts.production ? (opts.plain ? PRODUCTION_PLAIN : PRODUCTION) : opts.quick ? QUICK : FULL;
   const wanted = opts.only?.split(',').map((s) => s.trim());
   const unknown = wanted?.filter((n) => !catalog.some((s) => s.name === n)) ?? [];
   if (unknown.length) {
@@ -120,7 +138,13 @@ async function main(): Promise<void> {
   }
 
   console.log(textTable(results));
-  const name = opts.production ? 'results-production' : opts.quick ? 'results-quick' : 'results';
+  const name = opts.production
+    ? opts.plain
+      ? 'results-production-plain'
+      : 'results-production'
+    : opts.quick
+      ? 'results-quick'
+      : 'results';
   const meta = {
     generatedAt: new Date().toISOString(),
     mode: opts.production ? 'production' : opts.quick ? 'quick' : 'full',
@@ -132,6 +156,8 @@ async function main(): Promise<void> {
     // A partial run says so in its header.
     ...(wanted ? { only: wanted.join(',') } : {}),
     ...(opts.lane ? { lane: opts.lane } : {}),
+    ...(opts.production ? { topology: opts.plain ? 'Temporal dev server, no TLS (--plain)' : PRODUCTION_TOPOLOGY } : {}),
+    ...(opts.plain ? { plain: true } : {}),
   };
   fs.mkdirSync(opts.out, { recursive: true });
   fs.writeFileSync(path.join(opts.out, `${name}.json`), JSON.stringify({ ...meta, results }, null, 2) + '\n');

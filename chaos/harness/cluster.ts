@@ -5,9 +5,13 @@
  */
 import path from 'node:path';
 import pg from 'pg';
+import { Connection } from '@temporalio/client';
+import { loadTemporalTarget } from '../../client/connection';
 import { PostgresServer } from '../infra/postgres-server';
 import { ReplicatedRecordStore, type Replication } from '../infra/replicated-record-store';
 import { TemporalServer } from '../infra/temporal-server';
+import { PostgresTemporalServer } from '../infra/temporal-postgres-server';
+import { issueTopologyTls, type TopologyTls } from '../infra/production-tls';
 import { WorkerProcess } from '../infra/worker-process';
 import { killHostProcesses } from '../infra/host';
 import { hostEnv, layOutHosts, mountOf, type ClusterHost, type HostLayout } from './hosts';
@@ -81,6 +85,14 @@ export interface ClusterOptions {
    * PostgreSQL the harness may stop and crash.
    */
   replicated?: Replication;
+  /**
+   * The production topology's Temporal and TLS (chaos/infra/production-tls.ts): a Temporal server
+   * v1.29.1 on PostgreSQL that requires mTLS on its frontend, instead of the dev server, and the
+   * replicated record store over TLS, reached with sslmode=verify-full. The workers and the
+   * harness's clients connect through settle's TEMPORAL_TLS_* settings. Needs `replicated`, no
+   * `temporalAddress`, and .settle/bin/server (scripts/production-lane.sh builds it).
+   */
+  tls?: boolean;
   workers: number;
   taskQueue: string;
   workflowBundlePath: string;
@@ -132,18 +144,27 @@ export class Cluster {
     /** The single PostgreSQL, unless the record store is replicated. */
     readonly postgres: PostgresServer | null,
     readonly replicated: ReplicatedRecordStore | null,
-    readonly temporal: TemporalServer | null,
+    readonly temporal: TemporalServer | PostgresTemporalServer | null,
     readonly temporalAddress: string,
+    /** The certificates of the production topology (options.tls). */
+    readonly tls: TopologyTls | null = null,
   ) {
     this.log = options.log ?? (() => {});
     this.hostLayout = options.hosts === undefined ? null : layOutHosts(options.dir, options.hosts);
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {
-    const replicated = options.replicated ? await ReplicatedRecordStore.start(options.replicated) : null;
+    if (options.tls && (!options.replicated || options.temporalAddress))
+      throw new Error('ClusterOptions.tls: needs a replicated record store and a Temporal server of its own (no temporalAddress)');
+    const tls = options.tls ? issueTopologyTls() : null;
+    const replicated = options.replicated ? await ReplicatedRecordStore.start(options.replicated, tls?.recordStore) : null;
     const postgres = replicated ? null : await PostgresServer.create(`${options.dir}/pg`);
-    const temporal = options.temporalAddress ? null : await TemporalServer.start(options.dir);
-    const cluster = new Cluster(options, postgres, replicated, temporal, options.temporalAddress ?? temporal!.address);
+    const temporal = options.temporalAddress
+      ? null
+      : tls
+        ? await PostgresTemporalServer.start({ tls: tls.frontend, connect: tls.connect })
+        : await TemporalServer.start(options.dir);
+    const cluster = new Cluster(options, postgres, replicated, temporal, options.temporalAddress ?? temporal!.address, tls);
     const hosts = cluster.hostLayout?.hosts ?? [];
     for (let i = 0; i < options.workers; i++) cluster.spawnWorker(hosts.length ? hosts[i % hosts.length] : undefined);
     // A loaded host (a shared CI runner, several suites at once) may take minutes to start three workers.
@@ -155,6 +176,11 @@ export class Cluster {
 
   get databaseUrl(): string {
     return this.replicated?.url ?? this.postgres!.url;
+  }
+
+  /** A Temporal client connection made as the workers make theirs (settle's TEMPORAL_TLS_* settings under options.tls). */
+  connectTemporal(): Promise<Connection> {
+    return Connection.connect(loadTemporalTarget({ address: this.temporalAddress }, this.tls?.temporalEnv ?? {}).connectionOptions);
   }
 
   private spawnWorker(host?: ClusterHost): WorkerProcess {
@@ -169,6 +195,7 @@ export class Cluster {
       env: {
         SETTLE_RUNS_DIR: path.join(this.options.dir, 'runs'),
         SETTLE_OPERATOR_KEYS: this.onDuty.keysText,
+        ...this.tls?.temporalEnv,
         ...this.options.env,
         ...this.buildEnv,
         // On a host: its own disk at the shared workspace root and runs directory, its own host id.
@@ -335,7 +362,7 @@ export class Cluster {
     this.faults.push({ kind: 'pooler-restart', at, until: Date.now(), inFlight });
   }
 
-  /** The Temporal server stops and starts again on its SQLite file. */
+  /** The Temporal server stops and starts again on its SQLite file (or its PostgreSQL, under options.tls). */
   async restartTemporal(downMs: number): Promise<void> {
     if (!this.temporal) throw new Error('this cluster shares a Temporal server it must not restart');
     const at = Date.now();
@@ -415,7 +442,8 @@ export class Cluster {
     await this.postgres?.start().catch(() => {});
     await this.postgres?.destroy();
     await this.replicated?.destroy();
-    await this.temporal?.stop();
+    await this.temporal?.destroy();
+    this.tls?.ca.remove();
   }
 }
 

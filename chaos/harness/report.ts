@@ -109,9 +109,21 @@ export function textTable(results: ScenarioResult[]): string {
 
 export function markdownTable(
   results: ScenarioResult[],
-  meta: { generatedAt: string; mode: string; seed: number; host: string; load?: string; commit?: string; only?: string; lane?: string },
+  meta: {
+    generatedAt: string;
+    mode: string;
+    seed: number;
+    host: string;
+    load?: string;
+    commit?: string;
+    only?: string;
+    lane?: string;
+    /** What the scenarios ran on (Temporal, TLS), when the set says it. */
+    topology?: string;
+    plain?: boolean;
+  },
 ): string {
-  const set = meta.mode === 'quick' || meta.mode === 'production' ? ` --${meta.mode}` : '';
+  const set = meta.mode === 'quick' || meta.mode === 'production' ? ` --${meta.mode}${meta.plain ? ' --plain' : ''}` : '';
   const command = ['npm run chaos', set || meta.only || meta.lane ? ' --' : '', set]
     .concat(meta.only ? [` --only ${meta.only}`] : [], meta.lane ? [` --lane ${meta.lane}`] : [])
     .join('');
@@ -120,6 +132,7 @@ export function markdownTable(
     '',
     `Generated ${meta.generatedAt} by \`${command}\` on ${meta.host}` +
       `${meta.load ? `, load average ${meta.load}` : ''}${meta.commit ? `, commit ${meta.commit}` : ''}.`,
+    ...(meta.topology ? [`Topology: ${meta.topology}.`] : []),
     'Effects are counted from the workspaces’ files, never from settle’s records. A call is *caught* by a',
     'fault when its record was IN_FLIGHT at the fault’s instant (held by the victim, for a worker fault);',
     'its *recovery* is the time from the fault to the moment that same generation of the record was',

@@ -75,6 +75,11 @@ export interface Scenario {
    * Trajectories workload only.
    */
   hosts?: number;
+  /**
+   * The production topology's Temporal and TLS (ClusterOptions.tls): a Temporal server v1.29.1 on
+   * PostgreSQL requiring mTLS, and the record store (`recordStore`) over TLS, verify-full.
+   */
+  tls?: boolean;
   /** More environment for every worker (e.g. the operator's SETTLE_RECORD_DURABILITY override). */
   workerEnv?: NodeJS.ProcessEnv;
   /** Lease for the trajectories (default: settle's default). */

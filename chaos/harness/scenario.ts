@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { openDatabase, useUnnamedStatements } from '../../activities/store/database';
 import { EndpointStore } from '../../activities/store/endpoint-store';
 import { SettleClient } from '../../client/index';
@@ -41,6 +41,7 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     env: { ...laneEnv(scenario), ...scenario.workerEnv },
     ...(scenario.recordStore ? { replicated: scenario.recordStore } : {}),
     ...(scenario.hosts !== undefined ? { hosts: scenario.hosts } : {}),
+    ...(scenario.tls ? { tls: true } : {}),
     workflowBundlePath: env.workflowBundlePath,
     ...(env.workerEntry ? { workerEntry: env.workerEntry } : {}),
     ...(scenario.failpoints ? { failpoints: scenario.failpoints } : {}),
@@ -48,7 +49,7 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     pauseMs: () => scenario.pauseMs?.(random) ?? 6_000,
     log: env.log,
   });
-  const connection = await Connection.connect({ address: cluster.temporalAddress });
+  const connection = await cluster.connectTemporal();
   const settle = new SettleClient(new Client({ connection }), `chaos-${name}-${env.seed}`);
   const db = openDatabase(cluster.databaseUrl, { max: 4 });
   // PgBouncer in transaction mode (a replicated record store) shares server sessions.

@@ -147,11 +147,37 @@ const SERVER_FLAGS = [
   'max_wal_senders=8',
 ];
 
+/** A server certificate and its key (from local-ca.ts). */
+export interface ServerCertificate {
+  certFile: string;
+  keyFile: string;
+}
+
 export interface PrimaryOptions {
   /** Serve TLS with this certificate and key (copied into the cluster's directory, owned by its OS user); plaintext stays allowed. */
-  tls?: { certFile: string; keyFile: string };
+  tls?: ServerCertificate;
   /** Loopback addresses to listen on (default 127.0.0.1 only). */
   listen?: string[];
+}
+
+/** Copies `files` into `dir` as its OS user's private files (PostgreSQL and PgBouncer refuse a key others may read). */
+function copyPrivate(dir: string, files: [from: string, to: string][]): void {
+  const o = owner();
+  for (const [from, to] of files) {
+    fs.copyFileSync(from, path.join(dir, to));
+    fs.chmodSync(path.join(dir, to), 0o600);
+    if (o) fs.chownSync(path.join(dir, to), o.uid, o.gid);
+  }
+}
+
+/** The server flags that turn TLS on with `tls`, copied into the server's directory; none without it. */
+function tlsFlags(dir: string, tls: ServerCertificate | undefined): string[] {
+  if (!tls) return [];
+  copyPrivate(dir, [
+    [tls.certFile, 'server.crt'],
+    [tls.keyFile, 'server.key'],
+  ]);
+  return ['-c', 'ssl=on', '-c', `ssl_cert_file=${path.join(dir, 'server.crt')}`, '-c', `ssl_key_file=${path.join(dir, 'server.key')}`];
 }
 
 /** A primary (default settings: fsync on, synchronous_commit on, no synchronous standby) with settle's role and database. */
@@ -162,25 +188,7 @@ export async function startPrimary(options: PrimaryOptions = {}): Promise<Pg15Se
   run(path.join(PG15_BIN, 'initdb'), ['-D', data, '--auth=trust', '--username=postgres', '--no-sync', '--lc-messages=C', '-E', 'UTF8']);
   const port = await freePort();
   const extraFlags = options.listen ? ['-c', `listen_addresses=${options.listen.join(',')}`] : [];
-  if (options.tls) {
-    const o = owner();
-    for (const [from, to] of [
-      [options.tls.certFile, 'server.crt'],
-      [options.tls.keyFile, 'server.key'],
-    ] as const) {
-      fs.copyFileSync(from, path.join(dir, to));
-      fs.chmodSync(path.join(dir, to), 0o600); // PostgreSQL refuses a key others may read
-      if (o) fs.chownSync(path.join(dir, to), o.uid, o.gid);
-    }
-    extraFlags.push(
-      '-c',
-      'ssl=on',
-      '-c',
-      `ssl_cert_file=${path.join(dir, 'server.crt')}`,
-      '-c',
-      `ssl_key_file=${path.join(dir, 'server.key')}`,
-    );
-  }
+  extraFlags.push(...tlsFlags(dir, options.tls));
   const proc = await startProcess(
     path.join(PG15_BIN, 'postgres'),
     ['-D', data, '-p', String(port), ...SERVER_FLAGS, ...extraFlags],
@@ -194,8 +202,12 @@ export async function startPrimary(options: PrimaryOptions = {}): Promise<Pg15Se
   return primary;
 }
 
-/** A hot standby of `primary`, streaming as `name` (its application_name, what synchronous_standby_names matches). */
-export async function startStandby(primary: Pg15Server, name: string): Promise<Pg15Server> {
+/**
+ * A hot standby of `primary`, streaming as `name` (its application_name, what synchronous_standby_names
+ * matches); serving TLS with `tls` (a primary's TLS flags are not in its data directory: a standby
+ * promoted in its place must be given them).
+ */
+export async function startStandby(primary: Pg15Server, name: string, tls?: ServerCertificate): Promise<Pg15Server> {
   const dir = ownedTempDir('settle-pg15-standby-');
   const data = path.join(dir, 'data');
   run(path.join(PG15_BIN, 'pg_basebackup'), [
@@ -222,7 +234,7 @@ export async function startStandby(primary: Pg15Server, name: string): Promise<P
   const port = await freePort();
   const proc = await startProcess(
     path.join(PG15_BIN, 'postgres'),
-    ['-D', data, '-p', String(port), ...SERVER_FLAGS, '-c', 'hot_standby=on'],
+    ['-D', data, '-p', String(port), ...SERVER_FLAGS, '-c', 'hot_standby=on', ...tlsFlags(dir, tls)],
     /ready to accept read-only connections/,
   );
   await waitFor(primary.adminUrl, `SELECT 1 FROM pg_stat_replication WHERE application_name = '${name}' AND state = 'streaming'`);
@@ -266,8 +278,14 @@ export function promote(standby: Pg15Server): void {
   run(path.join(PG15_BIN, 'pg_ctl'), ['promote', '-D', standby.dataDir, '-w', '-t', '60']);
 }
 
+/** TLS on both of PgBouncer's sides: clients must use it; the pooler verifies its server's certificate (verify-full). */
+export interface PoolerTls extends ServerCertificate {
+  /** The CA that signed the pooler's and the servers' certificates. */
+  caFile: string;
+}
+
 export interface PgBouncer {
-  /** settle's connection through the pooler. */
+  /** settle's connection through the pooler (with TLS: sslmode=verify-full, sslrootcert the CA). */
   url: string;
   /** Points the pooler at another server (its [databases] line rewritten, then RELOAD: SIGHUP). */
   retarget(target: Pg15Server): void;
@@ -278,12 +296,34 @@ export interface PgBouncer {
   stop(): Promise<void>;
 }
 
-/** A PgBouncer in `mode` in front of `target`'s settle database. */
-export async function startPgBouncer(target: Pg15Server, mode: 'session' | 'transaction' | 'statement'): Promise<PgBouncer> {
+/** A PgBouncer in `mode` in front of `target`'s settle database; with `tls`, TLS to its clients and its server. */
+export async function startPgBouncer(
+  target: Pg15Server,
+  mode: 'session' | 'transaction' | 'statement',
+  tls?: PoolerTls,
+): Promise<PgBouncer> {
   requirePrograms();
   const dir = ownedTempDir('settle-pgbouncer-');
   const port = await freePort();
   const o = owner();
+  if (tls)
+    copyPrivate(dir, [
+      [tls.certFile, 'pooler.crt'],
+      [tls.keyFile, 'pooler.key'],
+      [tls.caFile, 'ca.crt'],
+    ]);
+  const tlsLines = tls
+    ? [
+        // Clients must speak TLS (they verify the pooler's certificate: sslmode=verify-full).
+        'client_tls_sslmode = require',
+        `client_tls_cert_file = ${path.join(dir, 'pooler.crt')}`,
+        `client_tls_key_file = ${path.join(dir, 'pooler.key')}`,
+        `client_tls_ca_file = ${path.join(dir, 'ca.crt')}`,
+        // And the pooler verifies the server it forwards to, whichever is primary.
+        'server_tls_sslmode = verify-full',
+        `server_tls_ca_file = ${path.join(dir, 'ca.crt')}`,
+      ]
+    : [];
   const write = (name: string, text: string) => {
     fs.writeFileSync(path.join(dir, name), text, { mode: 0o600 });
     if (o) fs.chownSync(path.join(dir, name), o.uid, o.gid);
@@ -308,6 +348,7 @@ export async function startPgBouncer(target: Pg15Server, mode: 'session' | 'tran
         // give up a connection attempt after 2 s: a failover is then seen at once.
         'server_login_retry = 1',
         'server_connect_timeout = 2',
+        ...tlsLines,
         '',
       ].join('\n'),
     );
@@ -316,8 +357,9 @@ export async function startPgBouncer(target: Pg15Server, mode: 'session' | 'tran
   const ini = path.join(dir, 'pgbouncer.ini');
   // SIGTERM: PgBouncer's immediate shutdown (SIGINT would wait for every client to finish).
   let proc = await startProcess(PGBOUNCER, [ini], /process up/, 'SIGTERM');
+  const url = `postgres://${SETTLE_ROLE}@127.0.0.1:${port}/settle`;
   return {
-    url: `postgres://${SETTLE_ROLE}@127.0.0.1:${port}/settle`,
+    url: tls ? `${url}?sslmode=verify-full&sslrootcert=${encodeURIComponent(tls.caFile)}` : url,
     retarget: (server) => {
       configure(server);
       proc.child.kill('SIGHUP');

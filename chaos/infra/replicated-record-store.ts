@@ -4,7 +4,10 @@
  * the only address the workers know. A failover is scripted here as a failover manager would run
  * it: the primary SIGKILLed, the standby promoted (`pg_ctl promote`), the pooler re-pointed at it
  * and RELOADed; then a fresh standby is cloned from the new primary, so the next failover has a
- * target. What this skips compared with Patroni is said in docs/deploying.md#record-store-failover.
+ * target. With `tls`, every server of it and the pooler serve certificates from a local CA, the
+ * pooler requires TLS of its clients and verifies its server (verify-full), and the workers'
+ * URL says sslmode=verify-full. What this skips compared with Patroni is said in
+ * docs/deploying.md#record-store-failover.
  */
 import { migrateToLatest } from '../../activities/store/database';
 import {
@@ -18,6 +21,7 @@ import {
   waitFor,
   type PgBouncer,
   type Pg15Server,
+  type PoolerTls,
 } from './postgres15';
 
 /** How the standby is attached: commits wait for it (`sync`), or not (`async`). */
@@ -40,20 +44,21 @@ export class ReplicatedRecordStore {
     private primary: Pg15Server,
     private standby: Pg15Server,
     private readonly bouncer: PgBouncer,
+    private readonly tls: PoolerTls | undefined,
   ) {}
 
-  static async start(replication: Replication): Promise<ReplicatedRecordStore> {
-    const primary = await startPrimary();
+  static async start(replication: Replication, tls?: PoolerTls): Promise<ReplicatedRecordStore> {
+    const primary = await startPrimary(tls ? { tls } : {});
     // pg_monitor: settle's start check names which replicas are synchronous.
     await asAdmin(primary.adminUrl, (c) => c.query(`GRANT pg_monitor TO ${SETTLE_ROLE}`));
     await migrateToLatest(primary.url);
-    const standby = await startStandby(primary, 'standby1');
+    const standby = await startStandby(primary, 'standby1', tls);
     if (replication === 'sync') await makeSynchronous(primary, 'standby1');
-    const bouncer = await startPgBouncer(primary, 'transaction');
-    return new ReplicatedRecordStore(replication, primary, standby, bouncer);
+    const bouncer = await startPgBouncer(primary, 'transaction', tls);
+    return new ReplicatedRecordStore(replication, primary, standby, bouncer, tls);
   }
 
-  /** The workers' DATABASE_URL: PgBouncer, whichever server is primary. */
+  /** The workers' DATABASE_URL: PgBouncer, whichever server is primary (with TLS: sslmode=verify-full). */
   get url(): string {
     return this.bouncer.url;
   }
@@ -103,7 +108,7 @@ export class ReplicatedRecordStore {
     await old.stop(); // already dead: removes its directory
     // A new standby, so that there is something to fail over to next time.
     const name = `standby${++this.standbys}`;
-    this.standby = await startStandby(this.primary, name);
+    this.standby = await startStandby(this.primary, name, this.tls);
     if (this.replication === 'sync') await makeSynchronous(this.primary, name);
     return seen;
   }

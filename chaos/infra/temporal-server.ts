@@ -34,6 +34,11 @@ export class TemporalServer {
     await handle?.stop();
   }
 
+  /** Stops the server for good (its SQLite file stays in the scenario's directory). */
+  destroy(): Promise<void> {
+    return this.stop();
+  }
+
   /** Starts it again on the same port and SQLite file. */
   async start(): Promise<void> {
     if (this.handle) return;

@@ -13,8 +13,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runSettle } from '../support/cli';
-import { createLocalCa, type LocalCa } from '../support/local-ca';
-import { startTemporalServer, type TemporalServer } from '../support/temporal-server';
+import { createLocalCa, type LocalCa } from '../../chaos/infra/local-ca';
+import { PostgresTemporalServer } from '../../chaos/infra/temporal-postgres-server';
 import { killWorkerProcesses, startWorkerProcess } from '../support/worker-process';
 import { tempWorkspace, testWorkspaceRoot, uniqueId } from '../support/env';
 
@@ -24,7 +24,7 @@ const SERVER_NAME = 'temporal.settle.test';
 let ca: LocalCa;
 let otherCa: LocalCa;
 let client: { certFile: string; keyFile: string };
-let temporal: TemporalServer;
+let temporal: PostgresTemporalServer;
 
 beforeAll(async () => {
   ca = createLocalCa();
@@ -32,7 +32,7 @@ beforeAll(async () => {
   const frontend = ca.issue('frontend', [`DNS:${SERVER_NAME}`, 'IP:127.0.0.1']);
   client = ca.issue('settle-worker', ['DNS:settle-worker']);
   const clientCertPair = { crt: fs.readFileSync(client.certFile), key: fs.readFileSync(client.keyFile) };
-  temporal = await startTemporalServer({
+  temporal = await PostgresTemporalServer.start({
     tls: {
       ...frontend,
       caFile: ca.certFile,
@@ -45,7 +45,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(async () => {
   killWorkerProcesses();
-  await temporal?.stop();
+  await temporal?.destroy();
   ca?.remove();
   otherCa?.remove();
 });

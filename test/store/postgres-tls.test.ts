@@ -14,7 +14,7 @@ import { SettleClient } from '../../client/index';
 import { assertReachable, openDatabase } from '../../activities/store/database';
 import { readDatabaseTls } from '../../core/database-tls';
 import { runSettle } from '../support/cli';
-import { createLocalCa, type LocalCa } from '../support/local-ca';
+import { createLocalCa, type LocalCa } from '../../chaos/infra/local-ca';
 import { startPrimary, type Pg15Server } from '../../chaos/infra/postgres15';
 import { killWorkerProcesses, startWorkerProcess } from '../support/worker-process';
 import { tempWorkspace, testWorkspaceRoot, uniqueId } from '../support/env';

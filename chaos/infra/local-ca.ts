@@ -1,6 +1,7 @@
 /**
- * A throw-away certificate authority made with `openssl`, for the TLS tests: a CA, and
- * certificates it signs for the names and addresses a test connects by (P-256 keys, valid two days).
+ * A throw-away certificate authority made with `openssl`, for the TLS tests and the chaos harness's
+ * production topology: a CA, and certificates it signs for the names and addresses a client
+ * connects by (P-256 keys, valid two days).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
