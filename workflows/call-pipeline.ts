@@ -6,7 +6,7 @@
  *
  * The settled execution (claim, probe, operator) is settled-call.ts; sub-agents are subagent.ts.
  */
-import { condition, isCancellation, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { condition, isCancellation, log, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
 import { APPROVAL_DEADLINE_APPROVER } from '../core/approval-claim';
@@ -27,6 +27,7 @@ import { spawnSubagent } from './subagent';
 import type { CallContext } from './call-context';
 import { ACTIVITY_LANE, type LaneChoice } from '../core/tools/lanes';
 import type { WorkspaceHost } from '../core/hosts';
+import { PATCH_UNLOCATED_REFUSED } from './patches';
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 
@@ -54,10 +55,13 @@ const { runReadOnlyTool, lookupRecord } = proxyActivities<SettleActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 // Which host holds the workspace: asked on the shared queue, where only a worker that finds the
-// workspace on its disk answers; the others refuse, and a retry asks again (another worker, mostly).
+// workspace on its disk answers; the others refuse, and a retry asks again. Which worker takes a
+// task is not ours to choose (a busy host's pollers lose to an idle one's), and the host may be
+// down or restarting: so asked for minutes, not a dozen times.
 const LOCATE_OPTIONS = {
   startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '2 seconds', maximumAttempts: 12 },
+  scheduleToCloseTimeout: '3 minutes',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '2 seconds' },
 } as const;
 const { locateWorkspace } = proxyActivities<SettleActivities>(LOCATE_OPTIONS);
 const { locateWorkspace: locateWorkspaceLocally } = proxyLocalActivities<SettleActivities>({ startToCloseTimeout: '2 seconds' });
@@ -130,7 +134,11 @@ function runValid(ctx: CallContext, report: CallReport, call: ProposedCall, vali
   if (!ctx.state.patches.localLane) return settle(ACTIVITY_LANE);
   if (!ctx.state.patches.hostQueues || !usesWorkspace(valid.tool))
     return lanesOf(ctx).then((lanes) => settle(lanes[valid.tool] ?? ACTIVITY_LANE));
-  return Promise.all([lanesOf(ctx), hostOf(ctx)]).then(([lanes, where]) => settle(lanes[valid.tool] ?? ACTIVITY_LANE, where));
+  return Promise.all([lanesOf(ctx), hostOf(ctx)]).then(([lanes, where]) =>
+    where && 'unlocated' in where
+      ? countProposal(ctx, report.turn, call, null).then(() => deniedByCapability(report, 'host', where.unlocated))
+      : settle(lanes[valid.tool] ?? ACTIVITY_LANE, where),
+  );
 }
 
 /** The worker's lane per tool, asked once per run (the first call asks; concurrent calls share the answer). */
@@ -139,13 +147,19 @@ function lanesOf(ctx: CallContext): Promise<Readonly<Record<string, LaneChoice>>
   return ctx.state.lanes;
 }
 
+/** No host answered for the workspace (PATCH_UNLOCATED_REFUSED): its calls are refused, never run unrouted. */
+interface Unlocated {
+  unlocated: string;
+}
+
 /**
  * The host that holds the workspace, asked once per run (the first workspace call asks; concurrent
- * calls share the answer). Null when no worker answered within the retries (the workspace exists
- * on no host that polls its own queue): calls then go to the shared queue, where each worker
- * checks the workspace itself, as before hosts.
+ * calls share the answer). Null where nothing is routed: the worker polls no host queue (a
+ * plugin's). When no worker answered for minutes, the workspace is on no host that is up: its
+ * calls are refused (Unlocated), since on the shared queue a host holding a stale copy would run
+ * them; histories from before PATCH_UNLOCATED_REFUSED sent them to the shared queue (null).
  */
-function hostOf(ctx: CallContext): Promise<WorkspaceHost | null> {
+function hostOf(ctx: CallContext): Promise<WorkspaceHost | Unlocated | null> {
   const request = [{ workspace: ctx.input.workspace }] as const;
   const summary = `locate workspace ${ctx.input.workspace}`;
   // First the workflow's own worker (one marker, no task round trip: on a single host it holds
@@ -158,13 +172,16 @@ function hostOf(ctx: CallContext): Promise<WorkspaceHost | null> {
     })
     .catch((err: unknown) => {
       if (isCancellation(err)) throw err;
-      log.warn('no host answered for the workspace: its calls go to the shared queue', {
+      const refused = patched(PATCH_UNLOCATED_REFUSED);
+      log.warn(`no host answered for the workspace: its calls ${refused ? 'are refused' : 'go to the shared queue'}`, {
         event: 'workspace_host_unknown',
         trajectoryId: ctx.trajectoryId,
         workspace: ctx.input.workspace,
         error: asError(err).message,
       });
-      return null;
+      return refused
+        ? { unlocated: `no host that is up holds workspace ${ctx.input.workspace}: no worker found it on its disk within 3 minutes` }
+        : null;
     });
   return ctx.state.workspaceHost;
 }

@@ -49,6 +49,14 @@ export const PATCH_LOCAL_LANE = 'settle-2026-12-local-lane';
  */
 export const PATCH_HOST_QUEUES = 'settle-2026-12-host-queues';
 
+/**
+ * Patch id, asked only where it changes something (call-pipeline.ts hostOf): when no worker found
+ * a trajectory's workspace on its disk for minutes, its workspace calls are refused rather than
+ * sent to the shared queue, where a host holding a stale copy would run them. Histories without
+ * it sent them to the shared queue.
+ */
+export const PATCH_UNLOCATED_REFUSED = 'settle-2026-12-unlocated-refused';
+
 /** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
 export class Patches {
   /** This run recorded (or replays) PATCH_PROBLEM_COUNT, or a patch that implies it. */

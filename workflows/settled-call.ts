@@ -598,5 +598,7 @@ export function deniedByCapability(report: CallReport, component: string, reason
 }
 
 function refusalText(component: string, reason: string): string {
-  return component === 'policy' ? `denied by the worker's policy: ${reason}` : `denied by capability (${component}): ${reason}`;
+  if (component === 'policy') return `denied by the worker's policy: ${reason}`;
+  if (component === 'host') return `not run: ${reason}; nothing was claimed`;
+  return `denied by capability (${component}): ${reason}`;
 }

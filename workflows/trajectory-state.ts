@@ -57,8 +57,8 @@ export class TrajectoryState {
   private readonly turnQueue = { nextTicket: 0, serving: 0, running: 0 };
   /** The worker's lane per tool, asked once per run under PATCH_LOCAL_LANE (call-pipeline.ts lanesOf). */
   lanes: Promise<Readonly<Record<string, LaneChoice>>> | null = null;
-  /** Where the workspace lives, asked once per run under PATCH_HOST_QUEUES (call-pipeline.ts hostOf); null: no host answered. */
-  workspaceHost: Promise<WorkspaceHost | null> | null = null;
+  /** Where the workspace lives, asked once per run under PATCH_HOST_QUEUES (call-pipeline.ts hostOf); null: nothing is routed (the worker polls no host queue); unlocated: no host answered. */
+  workspaceHost: Promise<WorkspaceHost | { unlocated: string } | null> | null = null;
 
   constructor(
     carried?: CarriedState,
