@@ -42,8 +42,8 @@ async function hostsBusy(cluster: Cluster, running: () => boolean, ms = 30_000):
  * A host dies every `everyMs`, chosen among the hosts whose workers hold calls IN_FLIGHT at that
  * moment, down `downMs` … 2 × `downMs`, then back on the same disk. The first death comes once
  * each of the `trajectories` has its workspace's host recorded (a claim there): a trajectory whose
- * first workspace call comes while its host is down finds no host for its workspace and runs
- * unrouted (docs/deploying.md#workers-on-several-hosts) — a known gap, not what this fault measures.
+ * first workspace call comes while its host is down waits for it, up to 3 minutes, then has its
+ * calls refused (docs/deploying.md#workers-on-several-hosts): not what this fault measures.
  */
 const hostDeaths =
   (trajectories: number, everyMs: number, downMs: number): FaultLoop =>
