@@ -207,7 +207,7 @@ describe('keys by prefix', { timeout: 150_000 }, () => {
       );
     }
     const ambiguous = await runSettle(['show', prefix], { env: cliEnv });
-    expect(ambiguous.stderr).toContain(`KEY: ${prefix} is ambiguous`);
+    expect(ambiguous.stderr).toContain(`KEY argument ${prefix}: must start exactly one key; it is ambiguous`);
     expect(ambiguous.code).toBe(2);
     for (const key of keys) expect(ambiguous.stderr).toContain(key);
 
@@ -215,9 +215,9 @@ describe('keys by prefix', { timeout: 150_000 }, () => {
     expect(unique.stderr).toBe('');
     expect(unique.stdout).toMatch(new RegExp(`^key\\s+${keys[1]}$`, 'm'));
 
-    expect((await runSettle(['show', 'feedbee'], { env: cliEnv })).stderr).toMatch(/KEY: must be .* a unique prefix of at least 8/);
+    expect((await runSettle(['show', 'feedbee'], { env: cliEnv })).stderr).toMatch(/KEY argument: must be .* a unique prefix of at least 8/);
     expect((await runSettle(['show', 'abababab'], { env: cliEnv })).stderr).toContain(
-      'KEY: no endpoint record has a key starting with abababab',
+      'KEY argument abababab: must start a key; no endpoint record has a key starting with it',
     );
   });
 });
