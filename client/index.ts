@@ -122,6 +122,19 @@ export class SettleClient {
     return new SettleClient(new Client({ connection, namespace: target.namespace }), target.taskQueue);
   }
 
+  /**
+   * A client that connects at its first call, not now: for a process that must start while
+   * Temporal is unreachable (the console shows PostgreSQL's records meanwhile). Each call fails
+   * on its own until Temporal answers.
+   */
+  static lazy(overrides: TargetOverrides = {}): SettleClient {
+    const target = loadTemporalTarget(overrides);
+    return new SettleClient(
+      new Client({ connection: Connection.lazy(target.connectionOptions), namespace: target.namespace }),
+      target.taskQueue,
+    );
+  }
+
   async close(): Promise<void> {
     await this.client.connection.close();
   }
