@@ -9,6 +9,7 @@ import * as m0003 from './0003_capability_budgets';
 import * as m0004 from './0004_shell_runs';
 import * as m0005 from './0005_record_host';
 import * as m0006 from './0006_operator_settlement_counts';
+import * as m0007 from './0007_event_write_time';
 
 export const migrations: Record<string, Migration> = {
   '0001_endpoint_records': m0001,
@@ -17,6 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0004_shell_runs': m0004,
   '0005_record_host': m0005,
   '0006_operator_settlement_counts': m0006,
+  '0007_event_write_time': m0007,
 };
 
 export const migrationProvider: MigrationProvider = {
