@@ -130,7 +130,7 @@ export class SettleMetrics {
   readonly operatorSettlements = new Family(
     'settle_operator_settlements_total',
     'counter',
-    "IN_DOUBT records an operator settled, by the state they left (COMPLETED: applied or partial, NOT_EXECUTED), counted by the record store on every path: through a worker, and `settle resolve` or the console writing directly on the record (from Postgres, refreshed at most every 15 s).",
+    'IN_DOUBT records an operator settled, by the state they left (COMPLETED: applied or partial, NOT_EXECUTED), counted by the record store on every path: through a worker, and `settle resolve` or the console writing directly on the record (from Postgres, refreshed at most every 15 s).',
     () => ({ state: ['COMPLETED', 'NOT_EXECUTED'] }),
   );
 

@@ -159,8 +159,8 @@ describe('settle console with pieces down', { timeout: 400_000 }, () => {
     consoleProcess = child;
     let out = '';
     let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-    child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
     const exited = new Promise<number | null>((r) => child.once('close', r));
     const said = await Promise.race([
       until(async () => /^Temporal is unreachable/m.test(out) && out, 'the console saying Temporal is unreachable', 60_000),
