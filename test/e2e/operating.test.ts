@@ -215,7 +215,9 @@ describe('keys by prefix', { timeout: 150_000 }, () => {
     expect(unique.stderr).toBe('');
     expect(unique.stdout).toMatch(new RegExp(`^key\\s+${keys[1]}$`, 'm'));
 
-    expect((await runSettle(['show', 'feedbee'], { env: cliEnv })).stderr).toMatch(/KEY argument: must be .* a unique prefix of at least 8/);
+    expect((await runSettle(['show', 'feedbee'], { env: cliEnv })).stderr).toMatch(
+      /KEY argument: must be .* a unique prefix of at least 8/,
+    );
     expect((await runSettle(['show', 'abababab'], { env: cliEnv })).stderr).toContain(
       'KEY argument abababab: must start a key; no endpoint record has a key starting with it',
     );
@@ -292,9 +294,11 @@ describe('outcomes, summaries, approvals', () => {
       return s.status === 'waiting_approval' ? s : null;
     }, 'waiting_approval');
     const key = pending.calls[0]!.key!;
-    expect(pending.waitingFor!.split('\n')[0]).toMatch(
-      /^\*\*waiting for approval\*\* · `bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/,
-    );
+    expect(pending.waitingFor!.split('\n').slice(0, 3)).toEqual([
+      expect.stringMatching(/^\*\*waiting for approval\*\* · since \S+ \S+ UTC$/),
+      '',
+      expect.stringMatching(/^`bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/),
+    ]);
     // What the approval lets run, whole, in the details the Web UI shows.
     expect(pending.waitingFor).toContain('Arguments, in full:\n\n```json\n{"command":"echo ok","timeout_ms":30000}\n```');
     // The approver is the operator whose key signs: the command has no name to fill in.
