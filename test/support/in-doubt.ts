@@ -59,7 +59,8 @@ export async function inDoubtShellCall(
     if (d.status.name !== 'RUNNING') {
       const failure = await handle.result().then(
         () => 'no failure',
-        (err: Error & { cause?: Error }) => `${err.message}: ${err.cause?.message ?? ''}`,
+        (err: Error & { cause?: Error & { activityType?: string; cause?: Error & { timeoutType?: number | string } } }) =>
+          `${err.message}: ${err.cause?.message ?? ''} ${err.cause?.activityType ?? ''} ${err.cause?.cause?.message ?? ''} ${err.cause?.cause?.timeoutType ?? ''}`,
       );
       throw new Error(`trajectory ended (${d.status.name}) before waiting for an operator (${failure})`);
     }
