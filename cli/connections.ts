@@ -70,11 +70,12 @@ function cliTemporalTarget(): { target: TemporalTarget; overrides: TargetOverrid
   return { target: loadTemporalTarget(overrides), overrides };
 }
 
-export async function withClient<T>(fn: (client: SettleClient) => Promise<T>): Promise<T> {
+/** `lazy`: connect at the first call, so the command starts while Temporal is unreachable (the console). */
+export async function withClient<T>(fn: (client: SettleClient) => Promise<T>, options: { lazy?: boolean } = {}): Promise<T> {
   const { overrides } = cliTemporalTarget();
   // Temporal's client only for commands that start, update or settle: `settle status` reads without it.
   const { SettleClient } = await import('../client/index');
-  const client = await SettleClient.connect(overrides);
+  const client = options.lazy ? SettleClient.lazy(overrides) : await SettleClient.connect(overrides);
   try {
     return await fn(client);
   } finally {

@@ -13,7 +13,7 @@ const KEY_PREFIX = /^[0-9a-f]{8,64}$/;
 export function keyArgument(value: string): string {
   if (!KEY_PREFIX.test(value)) {
     throw new UsageError(
-      `KEY: must be the 64 lowercase hex digits of a key, or a unique prefix of at least ${MIN_KEY_PREFIX} (got ${JSON.stringify(value)})`,
+      `KEY argument: must be the 64 lowercase hex digits of a key, or a unique prefix of at least ${MIN_KEY_PREFIX} (got ${JSON.stringify(value)})`,
     );
   }
   return value;
@@ -23,8 +23,10 @@ export function keyArgument(value: string): string {
 export function uniqueKey(prefix: string, candidates: readonly string[], where: string): string {
   const matches = [...new Set(candidates.filter((k) => k.startsWith(prefix)))].sort();
   if (matches.length === 1) return matches[0]!;
-  if (matches.length === 0) throw new UsageError(`KEY: no ${where} has a key starting with ${prefix}`);
-  throw new UsageError(`KEY: ${prefix} is ambiguous: ${matches.length} ${where}s match (${matches.join(', ')}); give more digits`);
+  if (matches.length === 0) throw new UsageError(`KEY argument ${prefix}: must start a key; no ${where} has a key starting with it`);
+  throw new UsageError(
+    `KEY argument ${prefix}: must start exactly one key; it is ambiguous: ${matches.length} ${where}s match (${matches.join(', ')}); give more digits`,
+  );
 }
 
 /** The full key for a KEY argument (a key, or a unique prefix of one), from the endpoint records. */

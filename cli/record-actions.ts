@@ -47,7 +47,7 @@ export async function showRecord(keyArg: string, opts: { json: boolean }): Promi
   await withStore(async (store) => {
     const key = await fullKey(store, keyArg);
     const record = await store.get(key);
-    if (!record) throw new UsageError(`KEY: no endpoint record for ${key}`);
+    if (!record) throw new UsageError(`KEY argument ${key}: must name an endpoint record; none has this key`);
     const events = await store.events(key);
     if (opts.json) {
       console.log(JSON.stringify({ record, events }, null, 2));

@@ -87,10 +87,10 @@ export async function resolve(keyArg: string, opts: { as: string; operator?: str
   if (resolution.path === 'none') {
     throw new UsageError(
       resolution.state === 'UNSEEN'
-        ? `KEY: no endpoint record for ${key}`
+        ? `KEY argument ${key}: must name an endpoint record; none has this key`
         : resolution.state === 'IN_DOUBT'
           ? `--generation: the record is IN_DOUBT at generation ${resolution.generation}, not the generation ${generation ?? 'read when resolve started'} examined; look again (settle show KEY)`
-          : `KEY: the record is ${resolution.state}, not IN_DOUBT; nothing to settle`,
+          : `KEY argument ${key}: must name an IN_DOUBT record; this one is ${resolution.state}, nothing to settle`,
     );
   }
   const settled = `${key.slice(0, 16)}… in ${printable(resolution.trajectoryId)}: ${resolution.state} (settled by operator:${resolution.operator})`;

@@ -122,6 +122,18 @@ export class SettleClient {
     return new SettleClient(new Client({ connection, namespace: target.namespace }), target.taskQueue);
   }
 
+  /**
+   * A client that connects at its first call, not now: for a process that must start while
+   * Temporal is unreachable (the console shows PostgreSQL's records meanwhile). Each call fails
+   * on its own until Temporal answers, at once: no gRPC retries (the caller asks again, e.g. at
+   * the next page load), whose timers would also outlive the connection's close.
+   */
+  static lazy(overrides: TargetOverrides = {}): SettleClient {
+    const target = loadTemporalTarget(overrides);
+    const connection = Connection.lazy({ ...target.connectionOptions, interceptors: [] });
+    return new SettleClient(new Client({ connection, namespace: target.namespace }), target.taskQueue);
+  }
+
   async close(): Promise<void> {
     await this.client.connection.close();
   }

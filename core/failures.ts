@@ -28,6 +28,12 @@ export const FAILURE = {
    */
   InDoubt: 'SettleInDoubt',
   /**
+   * A probe answered unknown: the call stays IN_DOUBT. Raised (non-retryable, benign) instead of a
+   * normal return when the workflow asks for it, so the Web UI shows the probe failed, never a green
+   * "Completed"; details carry the probe's report, and the workflow probes again or waits as before.
+   */
+  ProbeUnknown: 'SettleProbeUnknown',
+  /**
    * An operator verdict or approval without a valid operator credential (docs/security.md#operator-authority):
    * refused before anything changed.
    */

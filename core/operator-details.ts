@@ -5,8 +5,8 @@
  * The UI renders current details as Markdown: outside code, `--as` becomes an en dash and quotes
  * turn curly, so a pasted command fails. Every command therefore sits in a fenced code block,
  * one complete command per line (no `a|b` alternatives: a shell would read a pipe), and every
- * key or path in a code span. The first line is a one-line summary: what waits, the tool and its
- * target, since when, and the deadline.
+ * key or path in a code span. The first line is short: what waits, since when; the next one the
+ * tool and its target, the key and the deadline.
  */
 import { printable } from './printable';
 
@@ -40,9 +40,12 @@ export interface WaitDetails {
 export function waitDetails(d: WaitDetails): string {
   const deadline = d.deadline ? `deadline ${utc(d.deadline.atMs)} (then ${d.deadline.then})` : 'no deadline';
   const target = d.target ? ` ${codeSpan(d.target)}` : '';
-  // The commands come before the explanation: the UI's details pane shows only the first lines.
+  // A short first line (what waits, since when), then what and until when, then the commands
+  // before the explanation: an SRE reads the top of the details pane first.
   return [
-    `**${d.headline}** · ${codeSpan(d.tool)}${target} · key ${codeSpan(d.key.slice(0, 16))} · since ${utc(d.sinceMs)} · ${deadline}`,
+    `**${d.headline}** · since ${utc(d.sinceMs)}`,
+    '',
+    `${codeSpan(d.tool)}${target} · key ${codeSpan(d.key.slice(0, 16))} · ${deadline}`,
     '',
     '```sh',
     ...d.commands,
@@ -75,10 +78,20 @@ function utc(ms: number): string {
     .replace(/\.\d+Z$/, ' UTC');
 }
 
+/**
+ * The details as the Web UI's current-details pane should get them. The pane sizes itself to the
+ * rendered body without its margins and cuts the rest, about the last line of a text taller than
+ * the pane's minimum: a closing rule takes that place, so every line of the details shows.
+ */
+export function forDetailsPane(details: string): string {
+  return details.includes('\n') ? `${details}\n\n---` : details;
+}
+
 /** What waits and since when, read back from a summary line waitDetails wrote (null: not one). */
 export function parseWaitSummary(details: string): { headline: string; sinceMs: number } | null {
   const first = details.split('\n')[0] ?? '';
-  const match = /^\*\*(.+?)\*\* · .* · since (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) UTC · /.exec(first);
+  // `**headline** · since …`; a running workflow from before the short first line: `**headline** · tool … · since … UTC · deadline`.
+  const match = /^\*\*(.+?)\*\* · (?:.* · )?since (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) UTC(?: · |$)/.exec(first);
   if (!match) return null;
   const sinceMs = Date.parse(`${match[2]}T${match[3]}Z`);
   return Number.isFinite(sinceMs) ? { headline: match[1]!, sinceMs } : null;

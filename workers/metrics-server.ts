@@ -106,6 +106,11 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
     for (const state of ['IN_FLIGHT', 'COMPLETED', 'IN_DOUBT', 'NOT_EXECUTED']) {
       metrics.inDoubtRecords.set({ state }, Number(rows.find((r) => r.state === state)?.n ?? 0));
     }
+    const { rows: settlements } = await sql<{ state: string; settlements: string }>`
+      SELECT state, settlements FROM settle_operator_settlement_counts`.execute(db);
+    for (const state of ['COMPLETED', 'NOT_EXECUTED']) {
+      metrics.operatorSettlements.set({ state }, Number(settlements.find((r) => r.state === state)?.settlements ?? 0));
+    }
     // The database's clock, as for leases: a worker's clock skew cannot age a record.
     const { age, since } = await db
       .selectFrom('settle_endpoint_records')

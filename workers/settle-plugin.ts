@@ -25,6 +25,8 @@ import type { AnyTeamTool } from '../activities/tools/team-tool';
 import type { SideEffectLevel } from '../core/tools/catalog';
 import type { Lane } from '../core/tools/lanes';
 import { checkRecordStoreAtStart } from './record-store-check';
+import { jsonLine, shareCallEventLog } from '../activities/observability/log';
+import { writeStdoutLine } from '../activities/observability/stdout-lines';
 
 /** Prepended to the workflow bundle's entries when the plugin runs AI SDK models. */
 const AI_SDK_GLOBALS = fileURLToPath(
@@ -74,7 +76,18 @@ export interface SettlePluginOptions {
   migrate?: boolean;
   /** The lease sweeper's pace (activities/settled/lease-sweeper.ts). */
   leaseSweeper?: Omit<LeaseSweeperOptions, 'identity' | 'onError'>;
-  /** Where warnings go (default: stderr), the record-store check's at start among them (a failed check refuses the run). */
+  /**
+   * Where settle's own log lines go: one JSON object per line (`ts`, `level`, `msg`, the call's
+   * trajectory id, turn, call id, key, generation and reason where there is one, the `worker`
+   * identity and `pid`). Default: stdout. `false`: none (e.g. a process whose stdout is a
+   * protocol). settle never installs Temporal's Runtime logger here: the SDK's own lines, and what
+   * workflow code logs, keep the logger the team chose.
+   */
+  log?: ((line: string) => void) | false;
+  /**
+   * Where warnings go (default: a JSON line through `log`, or stderr without one), the
+   * record-store check's at start among them (a failed check refuses the run).
+   */
   warn?: (line: string) => void;
   /**
    * The AI SDK provider that runs `settledModel(modelId)` calls from the workflows (docs/ai-sdk.md),
@@ -160,7 +173,12 @@ function settleWorkerParts(options: SettlePluginOptions, polling: () => PollTarg
   const identity = options.identity ?? `settle-worker@${os.hostname()}:${process.pid}`;
   const keyRing = options.keyRing !== undefined ? options.keyRing : process.env.SETTLE_CAP_KEYS ? loadKeyRing() : null;
   const operatorKeys = options.operatorKeys !== undefined ? options.operatorKeys : operatorKeysFromEnv();
-  const warn = options.warn ?? ((line: string) => console.warn(line));
+  const write = options.log === false ? null : (options.log ?? writeStdoutLine);
+  const warn =
+    options.warn ??
+    (write
+      ? (line: string) => write(jsonLine('warn', line, { worker: identity, pid: process.pid }))
+      : (line: string) => console.warn(line));
   // The pool connects on first use: making the plugin touches no database.
   const db = openDatabase(databaseUrl);
   registerWorkerServiceUrl(databaseUrl, 5432); // never reachable through a sandbox's egress proxy
@@ -171,6 +189,8 @@ function settleWorkerParts(options: SettlePluginOptions, polling: () => PollTarg
     onError: (err) => warn(`settle worker: lease sweep failed (${err.message}); retrying every period`),
   });
   const runContext = async (next: () => Promise<void>): Promise<void> => {
+    // Call events as JSON lines while the worker runs (one subscription per writer and worker name in a process).
+    const stopLog = write ? shareCallEventLog(write, identity) : () => {};
     try {
       const target = polling();
       if (target) await requireSearchAttributes(target.connection, target.namespace, warn);
@@ -182,6 +202,7 @@ function settleWorkerParts(options: SettlePluginOptions, polling: () => PollTarg
     } finally {
       await sweeper.stop();
       await db.destroy();
+      stopLog();
     }
   };
   const activities = {

@@ -38,6 +38,7 @@ import type { CallOutcome, RecordState, RecordStateOrUnseen } from '../core/reco
 import type { Observation } from '../core/observation';
 import type { SettleActivities } from '../activities/index';
 import type { WatchedRecord } from '../activities/settled/watch-record';
+import type { ProbeReport } from '../activities/factory/settled-calls';
 import type { CallReport, SettleCallInput } from './definitions';
 import type { CallContext } from './call-context';
 import type { TrajectoryState } from './trajectory-state';
@@ -418,16 +419,25 @@ export class SettledCall {
     while (true) {
       state.publish('waiting_probe', `call ${this.short}… IN_DOUBT: probing (round ${round + 1}) · ${this.summary}`);
       this.report.probes = (this.report.probes ?? 0) + 1;
-      const probe = await probeToolCall.executeWithOptions(
-        {
-          ...PROBE_OPTIONS,
-          cancellationType: SETTLED_CANCELLATION,
-          summary: `probe ${this.summary} · after IN_DOUBT (gen ${generation}, round ${round + 1})`,
-          // The evidence is on the workspace's host: a probe anywhere else answers unknown.
-          ...this.onHost,
-        },
-        [{ key, workspace: input.workspace }],
-      );
+      // failUnknown: a probe that cannot tell fails (SettleProbeUnknown, its report in the details),
+      // so the Web UI never shows it green; an older worker returns the report instead. Either
+      // way the same report, and the same commands after it (no patch: the input is no command).
+      const probe = await probeToolCall
+        .executeWithOptions(
+          {
+            ...PROBE_OPTIONS,
+            cancellationType: SETTLED_CANCELLATION,
+            summary: `probe ${this.summary} · after IN_DOUBT (gen ${generation}, round ${round + 1})`,
+            // The evidence is on the workspace's host: a probe anywhere else answers unknown.
+            ...this.onHost,
+          },
+          [{ key, workspace: input.workspace, failUnknown: true }],
+        )
+        .catch((err: unknown) => {
+          const report = probeUnknownReport(err);
+          if (report) return report;
+          throw err;
+        });
       if (probe.state !== 'IN_DOUBT') {
         this.report.state = probe.state;
         // Settled before this probe looked: by the probe, a late completion, or an operator's
@@ -577,6 +587,16 @@ function inDoubtOutcome(err: unknown): CallOutcome<Observation> {
 
 function isInDoubt(err: unknown): boolean {
   return inDoubtDetails(err) !== null;
+}
+
+/** The report a probe that answered unknown failed with (FAILURE.ProbeUnknown), or null for any other error. */
+function probeUnknownReport(err: unknown): ProbeReport | null {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure && cause.type === FAILURE.ProbeUnknown) {
+    const report = cause.details?.[0] as ProbeReport | undefined;
+    if (report?.verdict === 'unknown' && report.state === 'IN_DOUBT' && Number.isSafeInteger(report.generation)) return report;
+  }
+  return null;
 }
 
 function inDoubtDetails(err: unknown): CallOutcome<Observation> | null {

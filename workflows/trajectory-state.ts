@@ -6,6 +6,7 @@
  * registers them. Handlers that need activities (runTurn, settleCall) are passed in there.
  */
 import { condition, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { forDetailsPane } from '../core/operator-details';
 import { InputError } from '../core/errors';
 import { fitObservation, REPORT_OBSERVATION_CHARS } from '../core/history-budget';
 import type { RecordStateOrUnseen } from '../core/records';
@@ -174,7 +175,7 @@ export class TrajectoryState {
   publish(status: TrajectoryStatus, details: string, problems: number | null = null): void {
     this.status = status;
     this.waitingFor = details;
-    setCurrentDetails(details); // metadata, not a history event: free to update often
+    setCurrentDetails(forDetailsPane(details)); // metadata, not a history event: free to update often
     const values = { status, inDoubt: this.reports.filter((r) => r.state === 'IN_DOUBT').length, approvals: this.awaitingApproval.size };
     const fingerprint = fingerprintOf(values.status, values.inDoubt, values.approvals);
     // Every upsert is a history event: skip unchanged values.

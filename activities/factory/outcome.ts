@@ -2,7 +2,7 @@
  * What a call's activity returns: observations bounded for history, and the attempt's outcome
  * label first in its result.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { FAILURE } from '../../core/failures';
 import { truncate, type Observation } from '../../core/observation';
 import { MAX_OBSERVATION_CHARS } from '../../core/history-budget';
@@ -40,6 +40,9 @@ export function inDoubtFailure(outcome: LabelledOutcome & { kind: 'in_doubt' }):
     type: FAILURE.InDoubt,
     message: `IN_DOUBT at generation ${outcome.generation}: ${outcome.detail} — the effect may have happened; a probe or an operator settles it`,
     nonRetryable: true,
+    // Benign: the SDK logs it at DEBUG, not as a WARN with a stack trace; settle's own in_doubt
+    // event is the one WARN line (activities/observability/log.ts). The Web UI still shows it failed.
+    category: ApplicationFailureCategory.BENIGN,
     details: [outcome],
   });
 }

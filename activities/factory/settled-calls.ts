@@ -3,7 +3,7 @@
  * calls in doubt, and reads of the record while a call waits.
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { z } from 'zod';
 import { FAILURE } from '../../core/failures';
 import { deriveKey } from '../../core/key';
@@ -71,9 +71,67 @@ const ClaimHeartbeat = z.object({
   settleClaim: z.object({ key: z.string(), generation: z.number().int().positive(), intent: z.unknown() }),
 });
 
+/** A probe that answered unknown, as a benign failure carrying its report (FAILURE.ProbeUnknown). */
+function probeUnknownFailure(report: ProbeReport): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FAILURE.ProbeUnknown,
+    message: `probe could not tell${report.final ? ', and no later probe could' : ''}: ${report.detail} — the call stays IN_DOUBT at generation ${report.generation}`,
+    nonRetryable: true,
+    category: ApplicationFailureCategory.BENIGN,
+    details: [report],
+  });
+}
+
 export function settledCallActivities(ctx: ActivityContext) {
   const { store, registry, policy, identity, callStats } = ctx;
   const settledCall = (toolName: string, rawArgs: unknown) => checkedCall(registry, toolName, rawArgs, 'settled');
+  /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */
+  const probeCall = async (input: { key: string; workspace: string }): Promise<ProbeReport> => {
+    const record = await store.get(input.key);
+    if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
+    if (record.state !== 'IN_DOUBT') {
+      return {
+        verdict: 'unknown',
+        detail: `record is ${record.state}, nothing to settle`,
+        state: record.state,
+        generation: record.generation,
+        settledBy: record.settledBy,
+      };
+    }
+    // A probe that cannot see the evidence answers unknown, never "not applied".
+    const elsewhere = evidenceElsewhere(ctx, record);
+    if (elsewhere) {
+      return {
+        verdict: 'unknown',
+        detail: elsewhere.detail,
+        state: record.state,
+        generation: record.generation,
+        ...(elsewhere.final ? { final: true } : {}),
+      };
+    }
+    const workspace = ctx.workspaceFor(input.workspace);
+    if (ctx.ownWorkspace && workspace !== ctx.ownWorkspace) {
+      const detail = `this worker probes in its operator's workspace ${ctx.ownWorkspace} only (got ${workspace})`;
+      return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
+    }
+    if (!ctx.ownWorkspace && !ctx.runsTrajectories && workspace !== '') {
+      const detail = `this worker runs no trajectories and probes in no workspace a workflow names (got ${workspace})`;
+      return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
+    }
+    const { tool, args } = settledCall(record.tool, record.args);
+    const { verdict, state: applied, settledBy } = await probeRecord(store, tool, args, record, { workspace });
+    const final = verdict.verdict === 'unknown' && verdict.final === true;
+    // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
+    await failpoint('probe.after_answer');
+    return {
+      verdict: verdict.verdict,
+      detail: verdict.detail,
+      state: applied,
+      generation: record.generation,
+      settledBy,
+      ...(final ? { final } : {}),
+    };
+  };
   return {
     /** Keyed mode: the key of a call, derived with the worker's secret (run as a local activity). */
     async deriveKeyedKey(input: { turn: number; callId: string; tool: string; args: Record<string, unknown> }): Promise<string> {
@@ -205,51 +263,12 @@ export function settledCallActivities(ctx: ActivityContext) {
     },
 
     /** Probes an IN_DOUBT call's environment and settles it when the facts decide (docs/design.md#probes). */
-    async probeToolCall(input: { key: string; workspace: string }): Promise<ProbeReport> {
-      const record = await store.get(input.key);
-      if (!record) throw ApplicationFailure.nonRetryable(`no endpoint record for key ${input.key}`, FAILURE.NoRecord);
-      if (record.state !== 'IN_DOUBT') {
-        return {
-          verdict: 'unknown',
-          detail: `record is ${record.state}, nothing to settle`,
-          state: record.state,
-          generation: record.generation,
-          settledBy: record.settledBy,
-        };
-      }
-      // A probe that cannot see the evidence answers unknown, never "not applied".
-      const elsewhere = evidenceElsewhere(ctx, record);
-      if (elsewhere) {
-        return {
-          verdict: 'unknown',
-          detail: elsewhere.detail,
-          state: record.state,
-          generation: record.generation,
-          ...(elsewhere.final ? { final: true } : {}),
-        };
-      }
-      const workspace = ctx.workspaceFor(input.workspace);
-      if (ctx.ownWorkspace && workspace !== ctx.ownWorkspace) {
-        const detail = `this worker probes in its operator's workspace ${ctx.ownWorkspace} only (got ${workspace})`;
-        return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
-      }
-      if (!ctx.ownWorkspace && !ctx.runsTrajectories && workspace !== '') {
-        const detail = `this worker runs no trajectories and probes in no workspace a workflow names (got ${workspace})`;
-        return { verdict: 'unknown', detail, state: record.state, generation: record.generation };
-      }
-      const { tool, args } = settledCall(record.tool, record.args);
-      const { verdict, state: applied, settledBy } = await probeRecord(store, tool, args, record, { workspace });
-      const final = verdict.verdict === 'unknown' && verdict.final === true;
-      // The window between a probe's answer and the workflow acting on it (test/chaos/resolve-race.test.ts).
-      await failpoint('probe.after_answer');
-      return {
-        verdict: verdict.verdict,
-        detail: verdict.detail,
-        state: applied,
-        generation: record.generation,
-        settledBy,
-        ...(final ? { final } : {}),
-      };
+    async probeToolCall(input: { key: string; workspace: string; failUnknown?: boolean }): Promise<ProbeReport> {
+      const report = await probeCall(input);
+      // Asked by the workflow (which reads the report from the failure's details): the Web UI then
+      // marks a probe that could not tell as failed, not as a green "Completed".
+      if (input.failUnknown === true && report.verdict === 'unknown' && report.state === 'IN_DOUBT') throw probeUnknownFailure(report);
+      return report;
     },
 
     /**

@@ -47,3 +47,25 @@ export function logCallEvents(write: LogWriter = writeStdoutLine, worker = defau
     write(jsonLine(levelOf(e), `call ${event}`, { event, ...fields, worker, pid: process.pid }));
   });
 }
+
+const shared = new Map<LogWriter, Map<string, { users: number; stop: () => void }>>();
+
+/**
+ * logCallEvents shared by every user of one writer and worker name in a process (two plugin
+ * workers of one process print each event once). Returns this user's release.
+ */
+export function shareCallEventLog(write: LogWriter, worker: string): () => void {
+  const byWorker = shared.get(write) ?? shared.set(write, new Map()).get(write)!;
+  const entry = byWorker.get(worker) ?? { users: 0, stop: logCallEvents(write, worker) };
+  entry.users++;
+  byWorker.set(worker, entry);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--entry.users === 0) {
+      entry.stop();
+      byWorker.delete(worker);
+    }
+  };
+}

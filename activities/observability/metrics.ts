@@ -127,6 +127,13 @@ export class SettleMetrics {
     () => ({ verdict: ['applied', 'not_applied', 'partial'] }),
   );
 
+  readonly operatorSettlements = new Family(
+    'settle_operator_settlements_total',
+    'counter',
+    'IN_DOUBT records an operator settled, by the state they left (COMPLETED: applied or partial, NOT_EXECUTED), counted by the record store on every path: through a worker, and `settle resolve` or the console writing directly on the record (from Postgres, refreshed at most every 15 s).',
+    () => ({ state: ['COMPLETED', 'NOT_EXECUTED'] }),
+  );
+
   readonly approvalsPending = new Family(
     'settle_trajectories_awaiting_approval',
     'gauge',
@@ -190,6 +197,7 @@ export class SettleMetrics {
     this.approvalsPending,
     this.operatorWaits,
     this.inDoubtRecords,
+    this.operatorSettlements,
     this.oldestInDoubt,
     this.oldestInDoubtSince,
     this.oldestLapsedLease,

@@ -6,6 +6,7 @@
  * query gives its whole arguments). Probe rounds and what the trajectory waits for come from the
  * same queries, each bounded by a deadline.
  */
+import { trajectoryStateLabel } from '../../core/trajectory-state-label';
 import type { EndpointRecord, EndpointStore } from '../../activities/store/endpoint-store';
 import type { SettleClient } from '../../client/index';
 import { describeArgs } from '../../core/calls';
@@ -200,7 +201,10 @@ async function viewOf(
   const answer = async (): Promise<TrajectoryView> => {
     const description = await handle.describe();
     const status = knownStatus ?? description.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) ?? null;
-    if (description.status.name !== 'RUNNING') return { calls: null, waitingFor: null, status, approvals: null };
+    // Ended from outside (terminated, timed out): the settle status it last wrote, read as what it was doing when it ended.
+    if (description.status.name !== 'RUNNING') {
+      return { calls: null, waitingFor: null, status: trajectoryStateLabel(description.status.name, status), approvals: null };
+    }
     const [calls, waitingFor, approvals] = await Promise.all([
       handle.query(callsQuery),
       handle.query(waitingForQuery),

@@ -1,4 +1,6 @@
 /** `settle console [--port N]`: the inbox for calls that need a person, until Ctrl-C. */
+import type { SettleClient } from '../../client/index';
+import { errorMessage } from '../../core/errors';
 import { withClient, withStore } from '../connections';
 import { readDevSettings } from '../dev-settings';
 import { operatorSigner, verifyingKeys } from '../operator-key';
@@ -17,28 +19,48 @@ export async function runConsole(opts: { port?: string; uiUrl?: string }): Promi
   const signer = operatorSigner();
   const uiUrl = opts.uiUrl ?? readDevSettings()?.uiUrl ?? null;
   await withStore((store) =>
-    withClient(async (client) => {
-      const running = await startConsole({
-        client,
-        store,
-        signer,
-        keys: verifyingKeys(signer),
-        uiUrl,
-        namespace: client.client.options.namespace,
-        port,
-      }).catch((err: Error) => {
-        throw err.message.startsWith('--port:') ? new UsageError(err.message) : err;
-      });
-      // To the operator's terminal, which asked for it; `settle dev` leaves it in a file instead.
-      console.log(`settle console for operator ${signer.operator}: ${running.url}`);
-      console.log(
-        '(the URL carries this start’s access token and secret host name: open it yourself, do not share it or log it; Ctrl-C stops)',
-      );
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
-      });
-      await running.close();
-    }),
+    withClient(
+      async (client) => {
+        const running = await startConsole({
+          client,
+          store,
+          signer,
+          keys: verifyingKeys(signer),
+          uiUrl,
+          namespace: client.client.options.namespace,
+          port,
+        }).catch((err: Error) => {
+          throw err.message.startsWith('--port:') ? new UsageError(err.message) : err;
+        });
+        // To the operator's terminal, which asked for it; `settle dev` leaves it in a file instead.
+        console.log(`settle console for operator ${signer.operator}: ${running.url}`);
+        console.log(
+          '(the URL carries this start’s access token and secret host name: open it yourself, do not share it or log it; Ctrl-C stops)',
+        );
+        const unreachable = await temporalUnreachable(client);
+        if (unreachable) {
+          console.log(
+            `Temporal is unreachable (${unreachable}): the console shows the records PostgreSQL holds, and what Temporal knows once it answers`,
+          );
+        }
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve);
+          process.once('SIGTERM', resolve);
+        });
+        await running.close();
+      },
+      { lazy: true },
+    ),
   );
+}
+
+/** Why Temporal does not answer now (first line), or null when it does. */
+async function temporalUnreachable(client: SettleClient): Promise<string | null> {
+  const connection = client.client.connection;
+  try {
+    await connection.withDeadline(Date.now() + 3_000, () => connection.workflowService.getSystemInfo({}));
+    return null;
+  } catch (err) {
+    return errorMessage(err).split('\n')[0]!;
+  }
 }

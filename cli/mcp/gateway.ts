@@ -116,6 +116,8 @@ async function startServing(options: GatewayOptions, client: Client, cleanup: ((
         databaseUrl: options.databaseUrl,
         operatorKeys: options.operatorKeys,
         warn: log,
+        // stdout may be the MCP channel itself: no JSON log lines there.
+        log: false,
         ...(source.kind === 'workspace' ? { workspace: source.dir, policy: source.policy } : {}),
       }),
     ],

@@ -181,7 +181,7 @@ describe('operator verdicts', { timeout: 180_000 }, () => {
       // A second verdict finds nothing to settle, and says so.
       const again = await runSettle(['resolve', key, '--as', 'not-applied', '--reason', 'again'], { env: cliEnv });
       expect(again.code).toBe(2);
-      expect(again.stderr).toMatch(/the record is COMPLETED, not IN_DOUBT/);
+      expect(again.stderr).toMatch(/KEY argument [0-9a-f]{64}: must name an IN_DOUBT record; this one is COMPLETED, nothing to settle/);
     } finally {
       await connection.close();
     }

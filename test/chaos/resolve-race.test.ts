@@ -36,18 +36,25 @@ function startWorker(taskQueue: string, failpoints: string): WorkerProcess {
   return w;
 }
 
-/** What each completed probe answered the workflow (from its history). */
+/** What each probe answered the workflow (from its history): its result, or a probe that could not tell, its failure's details. */
 async function probeAnswers(handle: WorkflowHandle): Promise<unknown[]> {
   const events = (await handle.fetchHistory()).events ?? [];
   const probes = new Set(
     events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'probeToolCall').map((e) => String(e.eventId)),
   );
-  return events
-    .filter((e) => probes.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId)))
-    .map((e) => {
-      const answer = JSON.parse(Buffer.from(e.activityTaskCompletedEventAttributes!.result!.payloads![0]!.data!).toString('utf8'));
-      return { state: answer.state, final: answer.final, generation: answer.generation };
-    });
+  return events.flatMap((e) => {
+    const completed = e.activityTaskCompletedEventAttributes;
+    const failed = e.activityTaskFailedEventAttributes;
+    const payload =
+      completed && probes.has(String(completed.scheduledEventId))
+        ? completed.result?.payloads?.[0]
+        : failed && probes.has(String(failed.scheduledEventId))
+          ? failed.failure?.applicationFailureInfo?.details?.payloads?.[0]
+          : undefined;
+    if (!payload) return [];
+    const answer = JSON.parse(Buffer.from(payload.data!).toString('utf8'));
+    return [{ state: answer.state, final: answer.final, generation: answer.generation }];
+  });
 }
 
 describe('settle resolve racing the wait for an operator', { timeout: 240_000 }, () => {

@@ -335,9 +335,11 @@ describe('settle records / show', () => {
     const env = { DATABASE_URL: inject('databaseUrl') };
     expect(await settle(['records', '--state', 'DONE'], { env })).toMatchObject({ code: 2 });
     expect((await settle(['show', 'abc'], { env })).stderr.trim()).toBe(
-      'settle: KEY: must be the 64 lowercase hex digits of a key, or a unique prefix of at least 8 (got "abc")',
+      'settle: KEY argument: must be the 64 lowercase hex digits of a key, or a unique prefix of at least 8 (got "abc")',
     );
-    expect((await settle(['show', 'f'.repeat(64)], { env })).stderr).toMatch(/no endpoint record/);
+    expect((await settle(['show', 'f'.repeat(64)], { env })).stderr).toMatch(
+      /^settle: KEY argument f{64}: must name an endpoint record; none has this key\n$/,
+    );
     const noDb = await settle(['records'], { env: { DATABASE_URL: '' } });
     expect(noDb.code).toBe(2);
     expect(noDb.stderr).toMatch(/DATABASE_URL: must be set/);

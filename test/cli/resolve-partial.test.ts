@@ -47,5 +47,10 @@ describe('settle resolve --as partial', () => {
       partial: true,
     });
     expect((await store.events(key)).at(-1)).toMatchObject({ toState: 'COMPLETED', actor: `operator:${TEST_OPERATOR}` });
+
+    // A second verdict names the argument and the rule it broke, never a bare placeholder.
+    const again = await runSettleAsync(['resolve', key, '--as', 'applied', '--reason', 'again'], { env: cliEnv });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toBe(`settle: KEY argument ${key}: must name an IN_DOUBT record; this one is COMPLETED, nothing to settle\n`);
   });
 });

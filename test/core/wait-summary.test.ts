@@ -26,6 +26,12 @@ describe('parseWaitSummary', () => {
     expect(parseWaitSummary(withDeadline)).toEqual({ headline: 'waiting for approval', sinceMs: Date.parse('2026-12-05T03:04:05Z') });
   });
 
+  it('reads the first line of a workflow from before the short first line', () => {
+    const old =
+      '**waiting for an operator** · `bash_execute` `echo a` · key `abababababababab` · since 2026-12-05 03:04:05 UTC · no deadline';
+    expect(parseWaitSummary(old)).toEqual({ headline: 'waiting for an operator', sinceMs: Date.parse('2026-12-05T03:04:05Z') });
+  });
+
   it('answers null for any other text', () => {
     expect(parseWaitSummary('turn 0: file_edit running')).toBeNull();
     expect(parseWaitSummary('')).toBeNull();

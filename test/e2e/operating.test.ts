@@ -64,11 +64,11 @@ describe('a shell call in doubt (its probe: started, no exit, not running)', { t
       expect(history.timers).toBe(0);
 
       const details = await handle.query<string>('waitingFor');
-      const [summary, ...rest] = details.split('\n');
-      // One-line summary first: what waits, tool, target, key, since when, deadline.
-      expect(summary).toMatch(
-        /^\*\*waiting for an operator\*\* · `bash_execute` `echo deployed >> deploy\.log` · key `[0-9a-f]{16}` · since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · no deadline$/,
-      );
+      const [summary, blank, callLine, ...rest] = details.split('\n');
+      // A short first line (what waits, since when), then the call: tool, target, key, deadline.
+      expect(summary).toMatch(/^\*\*waiting for an operator\*\* · since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+      expect(blank).toBe('');
+      expect(callLine).toMatch(/^`bash_execute` `echo deployed >> deploy\.log` · key `[0-9a-f]{16}` · no deadline$/);
       // Complete commands (continued with a backslash) inside a fenced block: Markdown leaves them as they are.
       const block = rest
         .join('\n')
@@ -207,7 +207,7 @@ describe('keys by prefix', { timeout: 150_000 }, () => {
       );
     }
     const ambiguous = await runSettle(['show', prefix], { env: cliEnv });
-    expect(ambiguous.stderr).toContain(`KEY: ${prefix} is ambiguous`);
+    expect(ambiguous.stderr).toContain(`KEY argument ${prefix}: must start exactly one key; it is ambiguous`);
     expect(ambiguous.code).toBe(2);
     for (const key of keys) expect(ambiguous.stderr).toContain(key);
 
@@ -215,9 +215,11 @@ describe('keys by prefix', { timeout: 150_000 }, () => {
     expect(unique.stderr).toBe('');
     expect(unique.stdout).toMatch(new RegExp(`^key\\s+${keys[1]}$`, 'm'));
 
-    expect((await runSettle(['show', 'feedbee'], { env: cliEnv })).stderr).toMatch(/KEY: must be .* a unique prefix of at least 8/);
+    expect((await runSettle(['show', 'feedbee'], { env: cliEnv })).stderr).toMatch(
+      /KEY argument: must be .* a unique prefix of at least 8/,
+    );
     expect((await runSettle(['show', 'abababab'], { env: cliEnv })).stderr).toContain(
-      'KEY: no endpoint record has a key starting with abababab',
+      'KEY argument abababab: must start a key; no endpoint record has a key starting with it',
     );
   });
 });
@@ -292,9 +294,11 @@ describe('outcomes, summaries, approvals', () => {
       return s.status === 'waiting_approval' ? s : null;
     }, 'waiting_approval');
     const key = pending.calls[0]!.key!;
-    expect(pending.waitingFor!.split('\n')[0]).toMatch(
-      /^\*\*waiting for approval\*\* · `bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/,
-    );
+    expect(pending.waitingFor!.split('\n').slice(0, 3)).toEqual([
+      expect.stringMatching(/^\*\*waiting for approval\*\* · since \S+ \S+ UTC$/),
+      '',
+      expect.stringMatching(/^`bash_execute` `echo ok` · key .* · deadline \S+ \S+ UTC \(then denied\)$/),
+    ]);
     // What the approval lets run, whole, in the details the Web UI shows.
     expect(pending.waitingFor).toContain('Arguments, in full:\n\n```json\n{"command":"echo ok","timeout_ms":30000}\n```');
     // The approver is the operator whose key signs: the command has no name to fill in.

@@ -390,7 +390,12 @@ describe("a team's first day, following docs/plugin.md", () => {
       ['worker.mjs', inject('temporalAddress'), namespace, uniqueId('tq-first-day'), ledger],
       consumerEnv({ DATABASE_URL: inject('databaseUrl'), SETTLE_OPERATOR_KEYS: devKeys }),
     );
-    const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { resolution: string; key: string };
+    // Its stdout: settle's JSON log lines (each with a `msg`), and the worker's own line, the result.
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const result = lines.filter((line) => !('msg' in line)).at(-1) as { resolution: string; key: string };
     expect(result.resolution).toBe('executed');
     expect(fs.readFileSync(ledger, 'utf8')).toBe(`${result.key} hello\n`);
   }, 480_000);

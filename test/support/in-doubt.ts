@@ -56,7 +56,14 @@ export async function inDoubtShellCall(
   const key = await until(async () => (await store.list({ trajectoryId }))[0]?.key, 'a record');
   await until(async () => {
     const d = await handle.describe();
-    if (d.status.name !== 'RUNNING') throw new Error(`trajectory ended (${d.status.name}) before waiting for an operator`);
+    if (d.status.name !== 'RUNNING') {
+      const failure = await handle.result().then(
+        () => 'no failure',
+        (err: Error & { cause?: Error & { activityType?: string; cause?: Error & { timeoutType?: number | string } } }) =>
+          `${err.message}: ${err.cause?.message ?? ''} ${err.cause?.activityType ?? ''} ${err.cause?.cause?.message ?? ''} ${err.cause?.cause?.timeoutType ?? ''}`,
+      );
+      throw new Error(`trajectory ended (${d.status.name}) before waiting for an operator (${failure})`);
+    }
     return d.typedSearchAttributes.get(SA_TRAJECTORY_STATUS) === 'waiting_operator';
   }, 'waiting_operator');
   return { handle, trajectoryId, taskQueue, key, workspace, command, worker };

@@ -4,8 +4,10 @@
  *
  * - its worker gone, a trajectory waiting for approval keeps its row, marked "no worker polls <queue>";
  * - a lapsed lease that no sweeper takes says no worker runs (not "refresh");
- * - Temporal unreachable: the records still come from PostgreSQL, under a banner saying so (not a 502).
+ * - Temporal unreachable: the records still come from PostgreSQL, under a banner saying so (not a 502);
+ * - `settle console` started while Temporal is already down starts, says so, and shows PostgreSQL's records.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -17,6 +19,8 @@ import { startConsole, type RunningConsole } from '../../cli/console/server';
 import { openTestDb, startTestWorker, tempWorkspace, testStore, uniqueId, type RunningWorker } from '../support/env';
 import { onCall } from '../support/operator';
 import { until } from '../support/in-doubt';
+import { SETTLE_BIN } from '../support/cli';
+import { freePort } from '../../stack/ports';
 
 const CHROMIUM = process.env.SETTLE_CHROMIUM ?? '/usr/bin/chromium';
 const db = openTestDb(2);
@@ -26,6 +30,7 @@ let worker: RunningWorker | undefined;
 let relay: { address: string; cut(): void } | undefined;
 let consoleClient: SettleClient | undefined;
 let inbox: RunningConsole | undefined;
+let consoleProcess: ChildProcess | undefined;
 
 /** A TCP relay to Temporal: cut() closes it and every connection through it, as a network partition would. */
 async function tcpRelay(target: string): Promise<{ address: string; cut(): void }> {
@@ -61,6 +66,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await browser?.close();
+  consoleProcess?.kill('SIGKILL');
   await inbox?.close();
   await consoleClient?.close().catch(() => {});
   relay?.cut();
@@ -135,5 +141,48 @@ describe('settle console with pieces down', { timeout: 400_000 }, () => {
     );
     expect(await page.locator(`tr[data-key="${doubt}"] td.state`).textContent()).toContain('IN_DOUBT');
     await page.close();
+  });
+
+  it('starts while Temporal is already down, says so, and shows the records PostgreSQL holds', async () => {
+    const key = crypto.randomBytes(32).toString('hex');
+    await store.claim(
+      { key, trajectoryId: uniqueId('console-cold'), turn: 0, callId: 'c', tool: 'file_edit', args: {} },
+      { leaseMs: 60_000, holder: 'console-test' },
+    );
+    await store.markInDoubt(key, 1, 'test: effect unknown', 'worker:console-test');
+    const closed = `127.0.0.1:${await freePort()}`; // nothing listens there
+
+    const child = spawn(process.execPath, [SETTLE_BIN, 'console'], {
+      env: { ...process.env, TEMPORAL_ADDRESS: closed, DATABASE_URL: inject('databaseUrl') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    consoleProcess = child;
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+    const exited = new Promise<number | null>((r) => child.once('close', r));
+    const said = await Promise.race([
+      until(async () => /^Temporal is unreachable/m.test(out) && out, 'the console saying Temporal is unreachable', 60_000),
+      exited.then((code) => Promise.reject(new Error(`settle console exited ${code}: ${err}`))),
+    ]);
+    const url = /^settle console for operator [^:]+: (\S+)$/m.exec(said)![1]!;
+    expect(said).toMatch(
+      new RegExp(
+        `^Temporal is unreachable \\(.+\\): the console shows the records PostgreSQL holds, and what Temporal knows once it answers$`,
+        'm',
+      ),
+    );
+
+    const page = await browser.newPage();
+    const response = await page.goto(url);
+    expect(response?.status()).toBe(200);
+    expect(await page.locator('.missing').textContent()).toMatch(
+      /^Temporal is unreachable \(.+\): .* the records below come from PostgreSQL$/,
+    );
+    expect(await page.locator(`tr[data-key="${key}"] td.state`).textContent()).toContain('IN_DOUBT');
+    await page.close();
+    child.kill('SIGINT');
+    expect({ code: await exited, err }).toEqual({ code: 0, err: '' });
   });
 });

@@ -116,11 +116,35 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     // Verbatim: no en dash for "--", no curly quotes, the whole key.
     expect(text).toContain(applied);
     expect(text).toContain(`npx settle resolve ${key} \\\n  --generation ${generation} --as not-applied --reason 'what you checked'`);
-    expect(text.split('\n')[0]).toMatch(
-      new RegExp(
-        `^waiting for an operator · bash_execute echo deployed >> deploy\\.log · key ${key.slice(0, 16)} · since .* UTC · no deadline$`,
-      ),
-    );
+    // A short first line, then the call: nothing for the pane to cut.
+    const [first, second] = text.split('\n').filter((l) => l.trim());
+    expect(first).toMatch(/^waiting for an operator · since \S+ \S+ UTC$/);
+    expect(second).toBe(`bash_execute echo deployed >> deploy.log · key ${key.slice(0, 16)} · no deadline`);
+    // Every line of the details shows: the pane is as tall and as wide as the text it renders.
+    const pane = await details.frameElement();
+    const fit = await pane.evaluate((el) => {
+      const frame = el.getBoundingClientRect();
+      const doc = (
+        el as unknown as {
+          contentDocument: {
+            body: {
+              querySelectorAll(
+                s: string,
+              ): ArrayLike<{ textContent: string | null; getBoundingClientRect(): { bottom: number; right: number } }>;
+            };
+          };
+        }
+      ).contentDocument;
+      const texts = Array.from(doc.body.querySelectorAll('p, pre, li')).filter((e) => (e.textContent ?? '').trim() !== '');
+      return {
+        height: frame.height,
+        width: frame.width,
+        bottom: Math.max(...texts.map((e) => e.getBoundingClientRect().bottom)),
+        right: Math.max(...texts.map((e) => e.getBoundingClientRect().right)),
+      };
+    });
+    expect(fit.bottom).toBeLessThanOrEqual(fit.height);
+    expect(fit.right).toBeLessThanOrEqual(fit.width);
     expect(text).toContain('IN_DOUBT');
     expect(text).not.toMatch(/[–—‘’“”]/);
     await shot(page, '2-trajectory-waiting-operator');
@@ -130,6 +154,15 @@ describe('the Temporal Web UI, as an on-call SRE uses it', { timeout: 300_000 },
     await attempt.waitFor({ timeout: 30_000 });
     const row = (await attempt.locator('xpath=../..').innerText()).split('\n').filter((l) => l.trim());
     expect(row).toEqual(['Activity', expect.stringMatching(/^bash_execute echo deployed >> deploy\.log · key/), 'Failed']);
+    // Nor for a probe that could not tell: it reads "Failed" too (SettleProbeUnknown), not a green "Completed".
+    const probe = page.getByText(/^probe bash_execute echo deployed >> deploy\.log · key .* after IN_DOUBT/).first();
+    await probe.waitFor({ timeout: 30_000 });
+    const probeRow = (await probe.locator('xpath=../..').innerText()).split('\n').filter((l) => l.trim());
+    expect(probeRow).toEqual([
+      'Activity',
+      expect.stringMatching(/^probe bash_execute echo deployed >> deploy\.log · key .* after IN_DOUBT/),
+      'Failed',
+    ]);
 
     // 3. Paste the command as shown, with a reason, into a shell in the project (the operator's key,
     // from the environment, names who): `npx settle` runs the project's own bin, no PATH entry needed.
