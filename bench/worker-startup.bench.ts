@@ -14,6 +14,8 @@
  *   the built `settle/worker` (this package's dist/, by self-reference), its bundle built once by
  *   its `npm run bundle` (src/build-bundle.ts) and given as WORKFLOW_BUNDLE; and the same with
  *   NODE_COMPILE_CACHE set (Node's code cache, the team's own choice).
+ * - settle worker, built, compile cache off (NODE_DISABLE_COMPILE_CACHE=1): what the cache it
+ *   enables is worth.
  *
  * dist/ is built first (`npm run build`) when it is older than any runtime source.
  *
@@ -103,6 +105,16 @@ export async function benchWorkerStartup(s: StartupStack, options: { runs?: numb
       name: 'settle worker, sources through tsx',
       args: ['--import', 'tsx', path.join(ROOT, 'workers', 'worker.ts')],
       env: { ...env, SETTLE_WORKFLOW_BUNDLE: path.join(ROOT, 'dist', 'workflow-bundle.js') },
+      workflow: 'settle',
+      ready: /settle worker: polling/,
+      against: 'settle worker, built',
+      targeted: false,
+    },
+    {
+      // What the compile cache alone is worth: the same worker with it off.
+      name: 'settle worker, built, compile cache off',
+      args: [path.join(ROOT, 'dist', 'workers', 'worker.js')],
+      env: { ...env, NODE_DISABLE_COMPILE_CACHE: '1' },
       workflow: 'settle',
       ready: /settle worker: polling/,
       against: 'settle worker, built',
