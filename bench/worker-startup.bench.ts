@@ -12,10 +12,7 @@
  *   bundle (SETTLE_WORKFLOW_BUNDLE), as `npm run worker` and the chaos harness start it.
  * - team worker: examples/team-tools compiled as its `npm run build` does, its SettlePlugin from
  *   the built `settle/worker` (this package's dist/, by self-reference), its bundle built once by
- *   its `npm run bundle` (src/build-bundle.ts) and given as WORKFLOW_BUNDLE; and the same with
- *   NODE_COMPILE_CACHE set (Node's code cache, the team's own choice).
- * - settle worker, built, compile cache off (NODE_DISABLE_COMPILE_CACHE=1): what the cache it
- *   enables is worth.
+ *   its `npm run bundle` (src/build-bundle.ts) and given as WORKFLOW_BUNDLE.
  *
  * dist/ is built first (`npm run build`) when it is older than any runtime source.
  *
@@ -97,7 +94,6 @@ export async function benchWorkerStartup(s: StartupStack, options: { runs?: numb
     SETTLE_WORKFLOW_BUNDLE: '',
     SETTLE_METRICS_PORT: '',
     NODE_OPTIONS: '',
-    NODE_COMPILE_CACHE: '',
   };
   const sides: Side[] = [
     ...builtSides(here, env, 'built', baseline ? 'baseline' : undefined),
@@ -108,26 +104,6 @@ export async function benchWorkerStartup(s: StartupStack, options: { runs?: numb
       workflow: 'settle',
       ready: /settle worker: polling/,
       against: 'settle worker, built',
-      targeted: false,
-    },
-    {
-      // What the compile cache alone is worth: the same worker with it off.
-      name: 'settle worker, built, compile cache off',
-      args: [path.join(ROOT, 'dist', 'workers', 'worker.js')],
-      env: { ...env, NODE_DISABLE_COMPILE_CACHE: '1' },
-      workflow: 'settle',
-      ready: /settle worker: polling/,
-      against: 'settle worker, built',
-      targeted: false,
-    },
-    {
-      // A team's lever of its own: Node's code cache for its worker's modules (docs/plugin.md).
-      name: 'team worker with SettlePlugin, built, NODE_COMPILE_CACHE',
-      args: [here.teamWorker],
-      env: { ...env, WORKFLOW_BUNDLE: here.teamBundle, NODE_COMPILE_CACHE: path.join(s.workDir, 'team-compile-cache') },
-      workflow: 'team',
-      ready: /billing worker: polling/,
-      against: 'team worker with SettlePlugin, built',
       targeted: false,
     },
     ...(baseline ? builtSides(baseline, env, 'baseline') : []),

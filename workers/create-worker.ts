@@ -62,7 +62,7 @@ export interface SettleWorkerOptions {
    */
   warn?: (line: string) => void;
   /**
-   * The pooler mode found by a record-store check the caller runs (workers/worker-main.ts, with its
+   * The pooler mode found by a record-store check the caller runs (workers/worker.ts, with its
    * migrations after it), or the promise of it: the check is not run again, and no worker is
    * created before it resolves (its rejection is the start's). Otherwise the check runs here.
    */

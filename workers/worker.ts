@@ -22,18 +22,97 @@
  * migrations on start (safe with many workers starting at once); survives PostgreSQL restarts while running. SIGTERM/SIGINT drain the
  * worker gracefully: running activities finish or heartbeat out, then the process exits.
  */
-import module from 'node:module';
-import path from 'node:path';
-import { SETTLE_DIR } from '../activities/state-dir';
+import { isTransient, migrateToLatest, redactUrl, waitForDatabase } from '../activities/store/database';
+import { jsonLine } from '../activities/observability/log';
+import { describeTarget, loadTemporalTarget } from '../client/connection';
+import { createSettleWorker } from './create-worker';
+import { databaseTlsFinding, readDatabaseTls } from '../core/database-tls';
+import { temporalTlsFinding } from '../client/tls-finding';
+import { checkRecordStoreAtStart, RecordStoreRefused } from './record-store-check';
+import type { PoolingMode } from '../core/record-store-requirements';
+import { startObservability } from './observability';
+import { errorMessage, InputError } from '../core/errors';
+import { joinDevStack } from './dev-join';
 
-// V8's code cache for every module loaded below (the Temporal SDK's most of all): a restarted
-// worker reads their compiled code from disk instead of compiling it again, and a restart is part
-// of every recovery from a dead worker (docs/deploying.md#worker-start-up). In the state
-// directory, which only the worker's user writes (Node's default, in the shared temp directory,
-// could be planted by another user), unless NODE_COMPILE_CACHE names one; NODE_DISABLE_COMPILE_CACHE=1
-// turns it off. A directory it cannot write only costs the speed-up.
-(module as { enableCompileCache?: (dir: string) => unknown }).enableCompileCache?.(
-  process.env.NODE_COMPILE_CACHE || path.join(SETTLE_DIR, 'compile-cache'),
-);
-const { main } = await import('./worker-main');
-main();
+async function main(): Promise<void> {
+  const joined = joinDevStack();
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    console.error(
+      jsonLine(
+        'error',
+        'DATABASE_URL: must be set to the Postgres URL that holds the endpoint records (or run `settle dev`, which a worker then joins)',
+      ),
+    );
+    process.exit(2);
+  }
+  const observability = await startObservability({ databaseUrl, target: loadTemporalTarget() });
+  const log = (line: string) => observability.log('info', `settle worker: ${line}`);
+  if (joined) log(`joining the running settle dev (its settings: ${joined})`);
+  const warn = (line: string) => observability.log('warn', line);
+  // How the record store and Temporal are reached, one line each (a warning, with its fix, when unsafe).
+  for (const { level, line } of [databaseTlsLine(databaseUrl), temporalTlsFinding(loadTemporalTarget())])
+    observability.log(level === 'ok' ? 'info' : 'warn', `settle worker: ${line}`);
+
+  // The record store is made ready (waited for, checked, migrated) while Temporal is reached and
+  // the worker is made; createSettleWorker creates no worker, so nothing polls, before it is.
+  const worker = await createSettleWorker({
+    databaseUrl,
+    recordStoreChecked: readyRecordStore(databaseUrl, log, warn),
+    // Start-up warnings (no per-call cgroup, development mode, the record store's) as JSON lines like every other.
+    warn,
+  });
+  // The SDK shuts the worker down on SIGINT/SIGTERM by default; run() returns once it has drained.
+  observability.log('info', 'settle worker: polling', {
+    target: describeTarget(worker.target),
+    database: redactUrl(databaseUrl),
+    metricsUrl: observability.metricsUrl,
+    // Workspace calls of the workspaces on this host come on its own queue (docs/deploying.md#workers-on-several-hosts).
+    host: worker.host.id,
+    hostQueue: worker.host.queue,
+    // Since the process started: what a restart adds to a recovery (docs/deploying.md#worker-start-up).
+    startupMs: Math.round(performance.now()),
+  });
+  await worker.run();
+  await observability.close();
+  observability.log('info', 'settle worker: stopped');
+}
+
+/**
+ * Waits for PostgreSQL (it may start after the worker, or restart while it starts), checks it keeps
+ * what settle requires of a record store, then migrates; returns the pooler mode the check found.
+ */
+async function readyRecordStore(databaseUrl: string, log: (line: string) => void, warn: (line: string) => void): Promise<PoolingMode> {
+  let recordStoreChecked: PoolingMode | undefined;
+  for (let attempt = 0; ; attempt++) {
+    await waitForDatabase(databaseUrl, log);
+    try {
+      // Before the migrations: a standby or a record store that could forget a claim is refused in one line.
+      recordStoreChecked ??= await checkRecordStoreAtStart(databaseUrl, warn, process.env, log);
+      await migrateToLatest(databaseUrl);
+      return recordStoreChecked;
+    } catch (err) {
+      // A refusal, or a bad SETTLE_RECORD_DURABILITY, is the operator's to fix: waiting cannot.
+      if (!(err instanceof Error) || err instanceof RecordStoreRefused || err instanceof InputError || !isTransient(err) || attempt >= 10)
+        throw err;
+      log(`migration interrupted (${err.message}); waiting for the database again`);
+    }
+  }
+}
+
+/** DATABASE_URL's TLS line; a string that is not a URL (pg reads some) is said to be unread, not fatal here. */
+function databaseTlsLine(url: string): ReturnType<typeof databaseTlsFinding> {
+  try {
+    return databaseTlsFinding(readDatabaseTls(url, process.env));
+  } catch {
+    return {
+      level: 'warn',
+      line: 'database tls: DATABASE_URL is not a URL, so its TLS settings were not read: use postgres://…?sslmode=verify-full',
+    };
+  }
+}
+
+main().catch((err) => {
+  console.error(jsonLine('error', `settle worker: ${errorMessage(err)}`));
+  process.exit(1);
+});
