@@ -1,13 +1,14 @@
 /**
  * `npm run bench` — every benchmark in one run: settlement core (store ceiling vs pgbench, keys),
- * capability checks, CLI start-up, end to end (settle in both lanes vs plain Temporal baselines)
+ * capability checks, CLI start-up, worker start-up (exec → first workflow task), end to end (settle in both lanes vs plain Temporal baselines)
  * and scale. Prints a table and writes bench/results.json. Nothing here is a test: no figure is
  * asserted; a figure with a target says whether this run met it.
  *
  *   npm run bench -- --quick     end to end and scale only, small (10 sets, 2 rounds × 3, levels 10,50):
  *                                minutes, written to bench/results-quick.json; the variables below still apply
  *   npm run bench -- --only=e2e  a subset, as BENCH_ONLY
- *   BENCH_ONLY=store,keys,capability,cli,activity,e2e,scale   run a subset (written to bench/results-<subset>.json)
+ *   BENCH_ONLY=store,keys,capability,cli,startup,activity,e2e,scale   run a subset (written to bench/results-<subset>.json)
+ *   BENCH_WORKER_STARTUP_RUNS (default 9), BENCH_WORKER_BASELINE=/other/checkout: worker start-up (bench/worker-startup.bench.ts)
  *   BENCH_ACTIVITY_CALLS (default 400: calls per side of the activity-body comparison)
  *   BENCH_E2E_ROUNDS (default 5), BENCH_E2E_PER_ROUND (default 8),
  *   BENCH_E2E_PAIRS (default 60: sets of one trajectory per side, settled-local / settled /
@@ -30,13 +31,14 @@ import { benchKeys, benchStore, formatFigure } from './settle.bench';
 import { benchCapability } from './capability.bench';
 import { benchCliStartup, statusTarget } from './cli-startup.bench';
 import { benchActivityBody } from './activity-body.bench';
+import { benchWorkerStartup } from './worker-startup.bench';
 import { DEFERRED_TIMERS_MS, endToEnd, scale, type ScaleRow } from './e2e';
 import { extraPostgresFlags, startBenchStack } from './support/bench-stack';
 import type { Figure } from './support/figures';
 import { cpuModel } from './support/proc';
 import { writeScalePlot } from './support/plot';
 
-const ALL = 'store,keys,capability,cli,activity,e2e,scale';
+const ALL = 'store,keys,capability,cli,startup,activity,e2e,scale';
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
 const quick = flags.quick;
 /** A quick run's sizes: each still overridden by its variable. */
@@ -72,6 +74,20 @@ async function main(): Promise<void> {
     if (only.has('keys')) report(benchKeys());
     if (only.has('capability')) report(await benchCapability());
     if (only.has('cli')) report(await benchCliStartup({ status: await statusTarget(b) }));
+    if (only.has('startup')) {
+      report(
+        await benchWorkerStartup(
+          {
+            temporalAddress: b.stack.temporal.address,
+            namespace: b.stack.temporal.namespace,
+            databaseUrl: b.stack.databaseUrl,
+            client: b.client,
+            workDir: b.workDir,
+          },
+          { log },
+        ),
+      );
+    }
     if (only.has('activity')) report(await benchActivityBody(b.stack.databaseUrl, { log }));
     if (only.has('e2e')) {
       report(await endToEnd(b, { rounds: sizes.rounds, perRound: sizes.perRound, pairs: sizes.pairs, log }));

@@ -62,10 +62,11 @@ export interface SettleWorkerOptions {
    */
   warn?: (line: string) => void;
   /**
-   * The pooler mode found by a record-store check the caller already ran (workers/worker.ts, before
-   * it migrates): the check is not run again. Otherwise it runs here, first.
+   * The pooler mode found by a record-store check the caller runs (workers/worker.ts, with its
+   * migrations after it), or the promise of it: the check is not run again, and no worker is
+   * created before it resolves (its rejection is the start's). Otherwise the check runs here.
    */
-  recordStoreChecked?: PoolingMode;
+  recordStoreChecked?: PoolingMode | Promise<PoolingMode>;
   /** OpenTelemetry tracing of activities; default: as the environment asks (workers/tracing.ts), else none. */
   tracing?: Tracing | null;
   /**
@@ -126,11 +127,18 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
   }
   // Per-call cgroups, or a loud warning (stderr, once per process) that calls are bounded per process only.
   cgroupSupport(warn);
-  // Before anything else connects: a record store that could forget a claim refuses the start.
-  const pooling = options.recordStoreChecked ?? (await checkRecordStoreAtStart(options.databaseUrl, warn));
-  const tracing = options.tracing !== undefined ? options.tracing : tracingFromEnv('settle');
+  // Before any worker exists, so before anything polls: a record store that could forget a claim
+  // refuses the start. The check runs while Temporal is reached and the activities are made (each
+  // side mostly waits on its own round trips); it is awaited before the workers are created.
+  const recordStore = Promise.resolve(options.recordStoreChecked ?? checkRecordStoreAtStart(options.databaseUrl, warn));
+  recordStore.catch(() => {}); // awaited below, on every path
+  /** A start that fails on both sides reports the record store's failure, as when it was checked first. */
+  const failStart = async (err: unknown): Promise<never> => {
+    await recordStore;
+    throw err;
+  };
+  const tracing = options.tracing !== undefined ? options.tracing : await tracingFromEnv('settle').catch(failStart);
   const db = openDatabase(options.databaseUrl);
-  if (pooling !== 'session') useUnnamedStatements(db);
   // The worker's own services: never reachable through a sandbox's egress proxy, whatever the operator allows.
   registerWorkerServiceUrl(options.databaseUrl, 5432);
   registerWorkerServiceUrl(`temporal://${target.connectionOptions.address}`, 7233);
@@ -145,14 +153,14 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     await Promise.all([db.destroy(), tracing?.shutdown()]);
     // The Rust core's transport error names no cause a person can act on: a TLS handshake of our own does.
     const cause = (await tlsHandshakeProblem(target).catch(() => null)) ?? err.message;
-    throw new Error(`cannot connect to Temporal at ${describeTarget(target)}: ${cause}`);
+    return failStart(new Error(`cannot connect to Temporal at ${describeTarget(target)}: ${cause}`));
   });
   // Before anything polls: a namespace without settle's search attributes would stall every workflow.
   try {
     await requireSearchAttributes(connection, target.namespace, warn);
   } catch (err) {
     await Promise.all([connection.close(), db.destroy(), tracing?.shutdown()]);
-    throw err;
+    return failStart(err);
   }
   // `isolateExecutionTimeout` is read by the SDK (1.24: its defaults are spread under the options)
   // but not in its public type: see the comment where it is set.
@@ -187,6 +195,12 @@ export async function createSettleWorker(options: SettleWorkerOptions): Promise<
     ...(workflowBundle ? { workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: [...PRELOAD_MODULES] } }),
     ...(tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {}),
   };
+  try {
+    if ((await recordStore) !== 'session') useUnnamedStatements(db);
+  } catch (err) {
+    await Promise.all([connection.close(), db.destroy(), tracing?.shutdown()]);
+    throw err;
+  }
   const queue = hostQueue(target.taskQueue, host);
   let worker: Worker;
   let hostWorker: Worker;

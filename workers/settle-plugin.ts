@@ -193,10 +193,17 @@ function settleWorkerParts(options: SettlePluginOptions, polling: () => PollTarg
     const stopLog = write ? shareCallEventLog(write, identity) : () => {};
     try {
       const target = polling();
-      if (target) await requireSearchAttributes(target.connection, target.namespace, warn);
-      // Before the first claim: a record store that could forget one refuses the start (record-store-check.ts).
-      if ((await checkRecordStoreAtStart(databaseUrl, warn)) !== 'session') useUnnamedStatements(db);
-      if (options.migrate !== false) await migrateToLatest(databaseUrl);
+      // Both before the worker polls, each waiting on its own server: side by side, not one after the other.
+      const [attributes, recordStore] = await Promise.allSettled([
+        target ? requireSearchAttributes(target.connection, target.namespace, warn) : undefined,
+        (async () => {
+          // Before the first claim: a record store that could forget one refuses the start (record-store-check.ts).
+          if ((await checkRecordStoreAtStart(databaseUrl, warn)) !== 'session') useUnnamedStatements(db);
+          if (options.migrate !== false) await migrateToLatest(databaseUrl);
+        })(),
+      ]);
+      if (attributes.status === 'rejected') throw attributes.reason;
+      if (recordStore.status === 'rejected') throw recordStore.reason;
       sweeper.start();
       await next();
     } finally {

@@ -13,10 +13,7 @@
  * batch processor OTEL_BSP_*, the resource OTEL_SERVICE_NAME. Workflow spans are not exported:
  * they need the workflow interceptors inside the workflow bundle (not done yet).
  */
-import { trace, type Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
+import type { Tracer } from '@opentelemetry/api';
 import type { WorkerOptions } from '@temporalio/worker';
 
 export const OTEL_VARIABLE = 'SETTLE_OTEL';
@@ -37,8 +34,16 @@ export function tracingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /** Tracing as the environment asks, or null when it is off. */
-export function tracingFromEnv(serviceName: string, env: NodeJS.ProcessEnv = process.env): Tracing | null {
+export async function tracingFromEnv(serviceName: string, env: NodeJS.ProcessEnv = process.env): Promise<Tracing | null> {
   if (!tracingEnabled(env)) return null;
+  // Loaded only when tracing is on: the OpenTelemetry SDK and its exporter are a tenth of a
+  // worker's module loading, which every restart (so every recovery) waits for.
+  const [{ trace }, { OTLPTraceExporter }, { BasicTracerProvider, BatchSpanProcessor }, otel] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@temporalio/interceptors-opentelemetry'),
+  ]);
   const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
   const tracer: Tracer = provider.getTracer(serviceName);
   // Also the global provider, so libraries' own spans join the same traces.
@@ -46,8 +51,8 @@ export function tracingFromEnv(serviceName: string, env: NodeJS.ProcessEnv = pro
   return {
     activityInterceptors: [
       (ctx) => ({
-        inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }),
-        outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        inbound: new otel.OpenTelemetryActivityInboundInterceptor(ctx, { tracer }),
+        outbound: new otel.OpenTelemetryActivityOutboundInterceptor(ctx),
       }),
     ],
     shutdown: () => provider.shutdown(),

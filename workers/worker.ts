@@ -47,7 +47,6 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const observability = await startObservability({ databaseUrl, target: loadTemporalTarget() });
-  // PostgreSQL may start after the worker, or restart while it starts: wait for it, saying so.
   const log = (line: string) => observability.log('info', `settle worker: ${line}`);
   if (joined) log(`joining the running settle dev (its settings: ${joined})`);
   const warn = (line: string) => observability.log('warn', line);
@@ -55,24 +54,11 @@ async function main(): Promise<void> {
   for (const { level, line } of [databaseTlsLine(databaseUrl), temporalTlsFinding(loadTemporalTarget())])
     observability.log(level === 'ok' ? 'info' : 'warn', `settle worker: ${line}`);
 
-  let recordStoreChecked: PoolingMode | undefined;
-  for (let attempt = 0; ; attempt++) {
-    await waitForDatabase(databaseUrl, log);
-    try {
-      // Before the migrations: a standby or a record store that could forget a claim is refused in one line.
-      recordStoreChecked ??= await checkRecordStoreAtStart(databaseUrl, warn, process.env, log);
-      await migrateToLatest(databaseUrl);
-      break;
-    } catch (err) {
-      // A refusal, or a bad SETTLE_RECORD_DURABILITY, is the operator's to fix: waiting cannot.
-      if (!(err instanceof Error) || err instanceof RecordStoreRefused || err instanceof InputError || !isTransient(err) || attempt >= 10)
-        throw err;
-      log(`migration interrupted (${err.message}); waiting for the database again`);
-    }
-  }
+  // The record store is made ready (waited for, checked, migrated) while Temporal is reached and
+  // the worker is made; createSettleWorker creates no worker, so nothing polls, before it is.
   const worker = await createSettleWorker({
     databaseUrl,
-    recordStoreChecked,
+    recordStoreChecked: readyRecordStore(databaseUrl, log, warn),
     // Start-up warnings (no per-call cgroup, development mode, the record store's) as JSON lines like every other.
     warn,
   });
@@ -84,10 +70,34 @@ async function main(): Promise<void> {
     // Workspace calls of the workspaces on this host come on its own queue (docs/deploying.md#workers-on-several-hosts).
     host: worker.host.id,
     hostQueue: worker.host.queue,
+    // Since the process started: what a restart adds to a recovery (docs/deploying.md#worker-start-up).
+    startupMs: Math.round(performance.now()),
   });
   await worker.run();
   await observability.close();
   observability.log('info', 'settle worker: stopped');
+}
+
+/**
+ * Waits for PostgreSQL (it may start after the worker, or restart while it starts), checks it keeps
+ * what settle requires of a record store, then migrates; returns the pooler mode the check found.
+ */
+async function readyRecordStore(databaseUrl: string, log: (line: string) => void, warn: (line: string) => void): Promise<PoolingMode> {
+  let recordStoreChecked: PoolingMode | undefined;
+  for (let attempt = 0; ; attempt++) {
+    await waitForDatabase(databaseUrl, log);
+    try {
+      // Before the migrations: a standby or a record store that could forget a claim is refused in one line.
+      recordStoreChecked ??= await checkRecordStoreAtStart(databaseUrl, warn, process.env, log);
+      await migrateToLatest(databaseUrl);
+      return recordStoreChecked;
+    } catch (err) {
+      // A refusal, or a bad SETTLE_RECORD_DURABILITY, is the operator's to fix: waiting cannot.
+      if (!(err instanceof Error) || err instanceof RecordStoreRefused || err instanceof InputError || !isTransient(err) || attempt >= 10)
+        throw err;
+      log(`migration interrupted (${err.message}); waiting for the database again`);
+    }
+  }
 }
 
 /** DATABASE_URL's TLS line; a string that is not a URL (pg reads some) is said to be unread, not fatal here. */

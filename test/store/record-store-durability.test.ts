@@ -62,7 +62,7 @@ describe('record store check at worker start (PostgreSQL 15)', { timeout: 120_00
     }
   });
 
-  it('createSettleWorker refuses before it connects to Temporal; the opt-out passes the check', async () => {
+  it("createSettleWorker refuses with the record store's failure, whatever Temporal answers; the opt-out passes the check", async () => {
     const options = { databaseUrl: primary.url, temporal: { address: '127.0.0.1:1' }, warn: () => {} };
     await expect(createSettleWorker(options)).rejects.toBeInstanceOf(RecordStoreRefused);
     process.env.SETTLE_RECORD_DURABILITY = 'local';

@@ -1,7 +1,8 @@
 /**
  * The team's worker: its workflows and its tools, with settle's plugin.
  *   TEMPORAL_ADDRESS (127.0.0.1:7233), TEMPORAL_TASK_QUEUE (billing), DATABASE_URL (settle's
- *   Postgres), BILLING_API_URL; WORKFLOW_BUNDLE: a pre-built workflow bundle (else bundled at start).
+ *   Postgres), BILLING_API_URL; WORKFLOW_BUNDLE: a pre-built workflow bundle (`npm run bundle` writes
+ *   dist/workflow-bundle.js; else the workflows are bundled at start, seconds of CPU at every restart).
  */
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
