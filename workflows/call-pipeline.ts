@@ -336,9 +336,10 @@ async function runReadOnly(
     );
   // The local lane reads once within its bound; whatever keeps it from answering (a slow read, a
   // database outage, a workflow task on another host than the workspace's) continues in the
-  // activity lane, retried there.
+  // activity lane, retried there. A run that left the local lane (settled-call.ts leaveLocalLane)
+  // reads there too.
   const result: ReadOnlyResult | Observation =
-    lane.lane === 'local'
+    lane.lane === 'local' && !ctx.state.localLaneLeft
       ? await runReadOnlyToolLocally
           .executeWithOptions({ startToCloseTimeout: lane.boundMs, retry: { maximumAttempts: 1 }, summary }, [request])
           .catch((err: unknown) => {

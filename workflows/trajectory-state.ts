@@ -59,6 +59,12 @@ export class TrajectoryState {
   lanes: Promise<Readonly<Record<string, LaneChoice>>> | null = null;
   /** Where the workspace lives, asked once per run under PATCH_HOST_QUEUES (call-pipeline.ts hostOf); null: no host answered. */
   workspaceHost: Promise<WorkspaceHost | null> | null = null;
+  /**
+   * Set once a local attempt met the trace of an earlier attempt (PATCH_LOCAL_TRACE, settled-call.ts):
+   * the run's later calls go to the activity lane. Set only from recorded results, so a replay sets it
+   * at the same point.
+   */
+  localLaneLeft = false;
 
   constructor(
     carried?: CarriedState,
