@@ -60,6 +60,14 @@ export const PATCH_HOST_QUEUES = 'settle-2026-12-host-queues';
  */
 export const PATCH_LOCAL_TRACE = 'settle-2026-12-local-trace';
 
+/**
+ * Patch id, asked only where it changes something (call-pipeline.ts roomForLocalRead): a read in
+ * the local lane runs there only while its workflow task has room for its result
+ * (core/history-budget.ts); past that it runs as an activity. Histories without it ran every
+ * local read locally.
+ */
+export const PATCH_LOCAL_READ_BUDGET = 'settle-2026-12-local-read-budget';
+
 /** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
 export class Patches {
   /** This run recorded (or replays) PATCH_PROBLEM_COUNT, or a patch that implies it. */

@@ -65,6 +65,8 @@ export class TrajectoryState {
    * at the same point.
    */
   localLaneLeft = false;
+  /** The bytes the current workflow task's local reads reserved (call-pipeline.ts roomForLocalRead); `task` is its history length. */
+  localReads = { task: -1, bytes: 0 };
 
   constructor(
     carried?: CarriedState,
