@@ -27,6 +27,18 @@ export const MAX_REPORTS_CHARS = 512 * 1024;
 /** A model's text (content) as it enters history. */
 export const MAX_MODEL_TEXT_CHARS = 64 * 1024;
 
+/**
+ * The local lane returns every local activity's result in the one request that completes its
+ * workflow task, which Temporal caps at 4 MB (an activity's result comes back on its own). So a
+ * read runs locally only while its workflow task has room: each local read reserves
+ * LOCAL_READ_MAX_BYTES of the task's LOCAL_READ_BYTES_PER_TASK, and returns at most that much JSON
+ * (a larger result is read again as an activity). The rest of a turn of many reads runs as
+ * activities. Twice the per-task budget (a task the SDK heartbeats while reads are out) plus a
+ * model request (MAX_CONVERSATION_CHARS) stays under the cap.
+ */
+export const LOCAL_READ_MAX_BYTES = 96 * 1024;
+export const LOCAL_READ_BYTES_PER_TASK = 1024 * 1024;
+
 export const ELIDED_NOTE =
   'cut by settle to keep history within Temporal’s limits; the full result is on the endpoint record (settle show KEY)';
 

@@ -6,7 +6,7 @@
  *
  * The settled execution (claim, probe, operator) is settled-call.ts; sub-agents are subagent.ts.
  */
-import { condition, isCancellation, log, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { condition, isCancellation, log, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { describeArgs, type ProposedCall } from '../core/calls';
 import { deriveKey } from '../core/key';
 import { APPROVAL_DEADLINE_APPROVER } from '../core/approval-claim';
@@ -27,7 +27,9 @@ import { spawnSubagent } from './subagent';
 import type { CallContext } from './call-context';
 import { ACTIVITY_LANE, type LaneChoice } from '../core/tools/lanes';
 import type { WorkspaceHost } from '../core/hosts';
-import { PATCH_UNLOCATED_REFUSED } from './patches';
+import { PATCH_LOCAL_READ_BUDGET, PATCH_UNLOCATED_REFUSED } from './patches';
+import { LOCAL_READ_BYTES_PER_TASK, LOCAL_READ_MAX_BYTES } from '../core/history-budget';
+import type { TrajectoryState } from './trajectory-state';
 
 const DEFAULT_APPROVAL_TIMEOUT_MS = 60 * 60_000;
 
@@ -353,23 +355,45 @@ async function runReadOnly(
     );
   // The local lane reads once within its bound; whatever keeps it from answering (a slow read, a
   // database outage, a workflow task on another host than the workspace's) continues in the
-  // activity lane, retried there.
+  // activity lane, retried there. A run that left the local lane (settled-call.ts leaveLocalLane)
+  // reads there too, and so does a read its workflow task has no room for, or whose result
+  // outgrew that room (core/history-budget.ts).
   const result: ReadOnlyResult | Observation =
-    lane.lane === 'local'
+    lane.lane === 'local' && !ctx.state.localLaneLeft && roomForLocalRead(ctx.state)
       ? await runReadOnlyToolLocally
-          .executeWithOptions({ startToCloseTimeout: lane.boundMs, retry: { maximumAttempts: 1 }, summary }, [request])
-          .catch((err: unknown) => {
-            if (isCancellation(err)) throw err;
-            return asActivity();
-          })
+          .executeWithOptions({ startToCloseTimeout: lane.boundMs, retry: { maximumAttempts: 1 }, summary }, [
+            { ...request, maxResultBytes: LOCAL_READ_MAX_BYTES },
+          ])
+          .then(
+            (read) => ('kind' in read && read.kind === 'too_large' ? asActivity() : read),
+            (err: unknown) => {
+              if (isCancellation(err)) throw err;
+              return asActivity();
+            },
+          )
       : await asActivity();
   // Histories recorded before capabilities carry a bare observation.
-  const outcome: ReadOnlyResult = 'kind' in result ? result : { kind: 'observed', observation: result };
+  const outcome = ('kind' in result ? result : { kind: 'observed', observation: result }) as Exclude<ReadOnlyResult, { kind: 'too_large' }>;
   if (outcome.kind === 'denied') return deniedByCapability(report, outcome.component, outcome.reason);
   report.observation = outcome.observation;
   report.state = 'NO_RECORD';
   report.resolution = 'read';
   return report;
+}
+
+/**
+ * Reserves room for one local read's result in the current workflow task's completion (Temporal
+ * caps that request at 4 MB): false once the task's local reads took LOCAL_READ_BYTES_PER_TASK, and
+ * the read runs as an activity. The task is told by the history length it started at, which a
+ * replay sees at the same points. A history recorded before PATCH_LOCAL_READ_BUDGET ran every
+ * local read locally, and replays so.
+ */
+function roomForLocalRead(state: TrajectoryState): boolean {
+  const task = workflowInfo().historyLength;
+  if (state.localReads.task !== task) state.localReads = { task, bytes: 0 };
+  if (state.localReads.bytes + LOCAL_READ_MAX_BYTES > LOCAL_READ_BYTES_PER_TASK && patched(PATCH_LOCAL_READ_BUDGET)) return false;
+  state.localReads.bytes += LOCAL_READ_MAX_BYTES;
+  return true;
 }
 
 /** Sub-agents: a child workflow with an attenuated capability (subagent.ts). */

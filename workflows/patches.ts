@@ -57,6 +57,25 @@ export const PATCH_HOST_QUEUES = 'settle-2026-12-host-queues';
  */
 export const PATCH_UNLOCATED_REFUSED = 'settle-2026-12-unlocated-refused';
 
+/**
+ * Patch id, asked only where it changes something (settled-call.ts), so a run whose local attempts
+ * all complete fresh records no marker: a local attempt that meets the trace of an earlier attempt
+ * of its call (the key busy under another holder's lease, or found or turned IN_DOUBT) is where a
+ * worker died holding the workflow task. That call goes on in the activity
+ * lane at once (a busy one without waiting in a timer), and the run's later calls go there too, so
+ * further deaths cost an activity retry rather than another workflow task timeout with Temporal's
+ * growing timeouts for a task that keeps failing. Histories without it kept the local lane.
+ */
+export const PATCH_LOCAL_TRACE = 'settle-2026-12-local-trace';
+
+/**
+ * Patch id, asked only where it changes something (call-pipeline.ts roomForLocalRead): a read in
+ * the local lane runs there only while its workflow task has room for its result
+ * (core/history-budget.ts); past that it runs as an activity. Histories without it ran every
+ * local read locally.
+ */
+export const PATCH_LOCAL_READ_BUDGET = 'settle-2026-12-local-read-budget';
+
 /** Which patches hold for this run: decided once, when the run starts, so every later step follows the same branch. */
 export class Patches {
   /** This run recorded (or replays) PATCH_PROBLEM_COUNT, or a patch that implies it. */

@@ -29,6 +29,7 @@ import {
 } from '@temporalio/workflow';
 import { ACTIVITY_LANE, type LaneChoice } from '../core/tools/lanes';
 import type { WorkspaceHost } from '../core/hosts';
+import { PATCH_LOCAL_TRACE } from './patches';
 import { FAILURE } from '../core/failures';
 import { describeArgs } from '../core/calls';
 import { failed } from '../core/observation';
@@ -239,24 +240,48 @@ export class SettledCall {
         },
         [request],
       );
-    if (this.lane.lane === 'activity') return asActivity();
+    if (this.lane.lane === 'activity' || this.state.localLaneLeft) return asActivity();
     // The local lane: one try within the tool's bound, inside the workflow task. A dead worker is
     // noticed by the workflow task's timeout; the task runs again elsewhere, and this attempt's
-    // re-run meets the record (busy until the lease lapses, then IN_DOUBT and probed). An attempt
-    // that fails otherwise (it outlived its bound, the database was away) goes on in the activity
-    // lane: its claim finds what this one left, a lease still held included. A workflow task on
-    // another host than the workspace's is refused there (SettleWrongHost, nothing claimed) and
-    // goes on the same way, to the workspace's host.
+    // re-run meets the record: busy while the dead holder's lease lasts (answered at once, not
+    // waited out in the task), then IN_DOUBT and probed. Meeting that trace moves the call, and
+    // the run's later calls, to the activity lane (leaveLocalLane). An attempt that fails otherwise
+    // (it outlived its bound, the database was away) goes on in the activity lane: its claim finds
+    // what this one left, a lease still held included. A workflow task on another host than the
+    // workspace's is refused there (SettleWrongHost, nothing claimed) and goes on the same way, to
+    // the workspace's host.
     return executeToolCallLocally
       .executeWithOptions(
         { startToCloseTimeout: this.lane.boundMs, retry: { maximumAttempts: 1 }, summary, cancellationType: SETTLED_CANCELLATION },
         [request],
       )
-      .catch((err: unknown) => {
-        if (isCancellation(err) || isInDoubt(err)) throw err;
-        this.lane = ACTIVITY_LANE;
-        return asActivity();
-      });
+      .then(
+        // The activity's claim waits out the lease (one lease at most) and probes a dead holder's call.
+        (outcome) => (outcome.kind === 'busy' && this.leaveLocalLane() ? asActivity() : outcome),
+        (err: unknown) => {
+          if (isCancellation(err)) throw err;
+          if (isInDoubt(err)) {
+            this.leaveLocalLane();
+            throw err;
+          }
+          this.lane = ACTIVITY_LANE;
+          return asActivity();
+        },
+      );
+  }
+
+  /**
+   * A local attempt met the trace of an earlier attempt of this call (its record busy under another
+   * holder's lease, or IN_DOUBT): most often a worker that died holding the workflow task. From
+   * here on this call and the run's later calls run in the activity lane, where a further death
+   * costs an activity retry instead of another workflow task timeout. False for a history recorded
+   * before PATCH_LOCAL_TRACE: it stays in the local lane as it did.
+   */
+  private leaveLocalLane(): boolean {
+    if (!this.state.localLaneLeft && !patched(PATCH_LOCAL_TRACE)) return false;
+    this.state.localLaneLeft = true;
+    this.lane = ACTIVITY_LANE;
+    return true;
   }
 
   /** The executeToolCall input of this call's next attempt. */

@@ -60,6 +60,14 @@ export class TrajectoryState {
   lanes: Promise<Readonly<Record<string, LaneChoice>>> | null = null;
   /** Where the workspace lives, asked once per run under PATCH_HOST_QUEUES (call-pipeline.ts hostOf); null: nothing is routed (the worker polls no host queue); unlocated: no host answered. */
   workspaceHost: Promise<WorkspaceHost | { unlocated: string } | null> | null = null;
+  /**
+   * Set once a local attempt met the trace of an earlier attempt (PATCH_LOCAL_TRACE, settled-call.ts):
+   * the run's later calls go to the activity lane. Set only from recorded results, so a replay sets it
+   * at the same point.
+   */
+  localLaneLeft = false;
+  /** The bytes the current workflow task's local reads reserved (call-pipeline.ts roomForLocalRead); `task` is its history length. */
+  localReads = { task: -1, bytes: 0 };
 
   constructor(
     carried?: CarriedState,

@@ -20,11 +20,18 @@ export interface ReadOnlyCallInput {
   proposal?: { turn: number; callId: string };
   /** The host of the trajectory's workspace (core/hosts.ts): another host's worker refuses the read (retryable). */
   host?: string;
+  /**
+   * A local read's room in its workflow task (core/history-budget.ts LOCAL_READ_MAX_BYTES): a
+   * result whose JSON is larger is not returned, only its size (`too_large`), and the workflow
+   * reads again as an activity.
+   */
+  maxResultBytes?: number;
 }
 
 export type ReadOnlyResult =
   | { kind: 'observed'; observation: Observation; outcome?: OutcomeLabel }
-  | { kind: 'denied'; component: string; reason: string; outcome?: OutcomeLabel };
+  | { kind: 'denied'; component: string; reason: string; outcome?: OutcomeLabel }
+  | { kind: 'too_large'; bytes: number };
 
 export function readOnlyActivities(ctx: ActivityContext) {
   const { registry, callStats } = ctx;
@@ -67,7 +74,11 @@ export function readOnlyActivities(ctx: ActivityContext) {
       const run = tool.run(args, { workspace }).catch((err: unknown) => failed(`${input.tool} failed: ${errorMessage(err)}`));
       const [observation] = await Promise.all([run, counted]);
       const bounded = boundObservation(observation);
-      return { outcome: isErrorObservation(bounded) ? 'error' : 'ok', kind: 'observed', observation: bounded };
+      const result: ReadOnlyResult = { outcome: isErrorObservation(bounded) ? 'error' : 'ok', kind: 'observed', observation: bounded };
+      if (input.maxResultBytes === undefined) return result;
+      // Measured as the payload converter encodes it: JSON in UTF-8.
+      const bytes = Buffer.byteLength(JSON.stringify(result));
+      return bytes > input.maxResultBytes ? { kind: 'too_large', bytes } : result;
     },
   };
 }

@@ -232,6 +232,8 @@ export function settledCallActivities(ctx: ActivityContext) {
           ...(approval?.ok ? { claimDetail: { approval: { approver: approval.approver, reason: approval.reason } } } : {}),
           ...(input.countProposal ? { countProposal: true } : {}),
           retried: activity.info.attempt > 1,
+          // A local attempt holds its workflow task: it does not wait out another holder's lease.
+          ...(activity.info.isLocal ? { busyAtOnce: true } : {}),
           ...(hostBound(ctx, input.tool) ? { host: ctx.host } : {}),
         },
       ).then(

@@ -39,6 +39,12 @@ export interface RunOptions {
   /** Temporal retried this attempt (the previous one never reported): see PrepareContext. */
   retried?: boolean;
   /**
+   * Answer `busy` at once when another holder's lease is live, rather than wait for it to lapse.
+   * A local attempt does: it holds its workflow task, which must not wait out a dead holder's lease
+   * (the workflow continues the call in the activity lane, which waits there).
+   */
+  busyAtOnce?: boolean;
+  /**
    * For a tool whose effect lives in a workspace: this worker's host (core/hosts.ts), recorded on
    * the claim. A record another host claimed is neither run again nor probed here.
    */
@@ -114,7 +120,7 @@ export async function runSettled<Args, Intent, Result>(
   let claim: ClaimResult;
   try {
     claim = await store.claim(call, claimOptions);
-    if (claim.kind === 'busy') {
+    if (claim.kind === 'busy' && !options.busyAtOnce) {
       // Its holder may have died (this attempt is often Temporal's retry after a missed heartbeat):
       // its lease lapses within one lease unless renewed. Wait for that here and claim once more,
       // rather than answer busy and have the workflow come back after the lapse (a workflow task,

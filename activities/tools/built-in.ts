@@ -55,9 +55,11 @@ function describedBy(schema: z.ZodType): string {
  */
 const FILE_TOOL_MAX_MS = 1_000;
 
-// The reads stay in the activity lane: a turn may read many large windows (64 KiB each), and
-// every local call's result comes back in the one request that completes its workflow task,
-// which Temporal caps at 4 MB; an activity's result comes back on its own.
+// The reads stay in the activity lane by default: a turn may read many large windows (64 KiB
+// each), more than a trajectory's history can carry without continuing as new. An operator may
+// move one to the local lane (SETTLE_LANES); there the workflow bounds the local reads' bytes per
+// workflow task (core/history-budget.ts), whose completion Temporal caps at 4 MB, and the reads
+// past that bound run as activities.
 function readOnly<Args>(name: ToolName, schema: z.ZodType<Args>, implementation: ReadOnlyTool<Args>): AnyTeamTool {
   return defineTool({
     name,

@@ -6,15 +6,24 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
 import { SettleClient } from '../../client/index';
 import { MAX_ARGS_CHARS } from '../../core/trajectory-input';
-import { MAX_TURN_RESULT_CHARS, MAX_TURN_TOOL_MESSAGES_CHARS } from '../../core/history-budget';
+import {
+  LOCAL_READ_BYTES_PER_TASK,
+  LOCAL_READ_MAX_BYTES,
+  MAX_TURN_RESULT_CHARS,
+  MAX_TURN_TOOL_MESSAGES_CHARS,
+} from '../../core/history-budget';
+import { PATCH_LOCAL_READ_BUDGET } from '../../workflows/patches';
 import { startChatServer, type ScriptedReply } from '../support/chat-server';
 import { startTestWorker, tempWorkspace, uniqueId, type RunningWorker } from '../support/env';
 
 let worker: RunningWorker;
 let settle: SettleClient;
+/** A worker whose operator moved file_view to the local lane (SETTLE_LANES). */
+let localReader: RunningWorker;
 
 /** A scripted model server the test worker's operator allows (SETTLE_MODEL_ENDPOINTS). */
 async function serve(script: ScriptedReply[]) {
@@ -24,15 +33,22 @@ async function serve(script: ScriptedReply[]) {
 }
 
 beforeAll(async () => {
-  worker = await startTestWorker();
+  [worker, localReader] = await Promise.all([startTestWorker(), startTestWorker({ policy: { lanes: { file_view: 'local' } } })]);
   settle = new SettleClient(worker.client, worker.taskQueue);
 });
-afterAll(() => worker?.stop());
+afterAll(() => Promise.all([worker?.stop(), localReader?.stop()]));
 
 /** A file whose every 500-line window is ~100 KB, beyond one observation's 64 KiB. */
 function bigFile(ws: string): string {
   const file = path.join(ws, 'big.txt');
   fs.writeFileSync(file, Array.from({ length: 2000 }, (_, i) => `${i} ${'z'.repeat(195)}`).join('\n') + '\n');
+  return file;
+}
+
+/** The same, in two-byte characters: a 64 KiB window is about 128 KB of JSON. */
+function bigWideFile(ws: string): string {
+  const file = path.join(ws, 'wide.txt');
+  fs.writeFileSync(file, Array.from({ length: 2000 }, (_, i) => `${i} ${'é'.repeat(195)}`).join('\n') + '\n');
   return file;
 }
 
@@ -117,5 +133,69 @@ describe('history limits', () => {
     await settle.finish(id, 'completed', 'done');
     expect((await settle.result(id)).calls).toHaveLength(64);
     expect(await largestEvent(settle, id)).toBeLessThan(1_000_000);
+  });
+
+  it('a runTurn of 64 large reads in the local lane: its workflow task carries a bounded share, the rest are read as activities', async () => {
+    // file_view moved to the local lane by the worker's operator: local results all return in the
+    // one request completing their workflow task (capped by Temporal at 4 MB), and 64 windows of
+    // 64 KiB, half of them in two-byte characters, are about 6 MB together.
+    const ws = tempWorkspace('limits');
+    const files = [bigFile(ws), bigWideFile(ws)];
+    const id = uniqueId('limits');
+    const local = new SettleClient(localReader.client, localReader.taskQueue);
+    const { firstExecutionRunId } = await local.start(id, { workspace: ws });
+    const calls = Array.from({ length: 64 }, (_, i) => ({
+      call_id: `r${i}`,
+      tool: 'file_view',
+      args: { path: files[i % 2]!, offset: 1 + (Math.floor(i / 2) % 4) * 500, limit: 500 },
+    }));
+    const { calls: answered } = await local.runTurn(id, 0, calls);
+    expect(answered).toHaveLength(64);
+    expect(answered.every((c) => c.resolution === 'read' && c.observation!.truncated)).toBe(true);
+    await local.finish(id, 'completed', 'done');
+
+    // The turn's run (the trajectory may continue-as-new after it): its history holds every read's
+    // result, more than a client receives by default, so it is read with a larger limit.
+    const connection = await Connection.connect({
+      address: inject('temporalAddress'),
+      channelArgs: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
+    });
+    try {
+      const events = (await new Client({ connection }).workflow.getHandle(id, firstExecutionRunId).fetchHistory()).events ?? [];
+      const decode = (data: Uint8Array | null | undefined) => JSON.parse(Buffer.from(data!).toString('utf8')) as Record<string, unknown>;
+      const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runReadOnlyTool').length;
+      // The calls of a turn run one after another, so a workflow task runs reads locally until its
+      // budget is spent (or the SDK heartbeats it): the local reads' markers follow the
+      // WorkflowTaskCompleted of the task that carried them, grouped here by that task.
+      const localReadsByTask: string[][] = [];
+      for (const e of events) {
+        if (e.workflowTaskCompletedEventAttributes) localReadsByTask.push([]);
+        const marker = e.markerRecordedEventAttributes;
+        if (marker?.markerName !== 'core_local_activity') continue;
+        if (decode(marker.details!['data']!.payloads![0]!.data).activity_type !== 'runReadOnlyTool') continue;
+        const result = marker.details!['result']?.payloads?.[0];
+        localReadsByTask.at(-1)!.push(result ? (decode(result.data).kind as string) : 'failed');
+      }
+      const localReads = localReadsByTask.flat();
+      const observedLocally = localReads.filter((k) => k === 'observed').length;
+      // Some reads ran locally; no task carried more of them than its budget holds; a local read too
+      // large for its room answered with its size only; every other read, and those, ran as activities.
+      expect(localReads.length).toBeGreaterThanOrEqual(1);
+      expect(Math.max(...localReadsByTask.map((t) => t.length))).toBeLessThanOrEqual(
+        Math.floor(LOCAL_READ_BYTES_PER_TASK / LOCAL_READ_MAX_BYTES),
+      );
+      expect(localReads).toContain('too_large');
+      expect(scheduled).toBe(64 - observedLocally);
+      const patches = events.flatMap((e) =>
+        e.markerRecordedEventAttributes?.markerName === 'core_patch'
+          ? [decode(e.markerRecordedEventAttributes.details!['patch-data']!.payloads![0]!.data).id]
+          : [],
+      );
+      // Recorded where the budget sent a read to the activity lane (a starved host's heartbeated tasks may never fill it).
+      if (localReadsByTask.some((t) => t.length === Math.floor(LOCAL_READ_BYTES_PER_TASK / LOCAL_READ_MAX_BYTES)))
+        expect(patches).toContain(PATCH_LOCAL_READ_BUDGET);
+    } finally {
+      await connection.close();
+    }
   });
 });
