@@ -138,9 +138,13 @@ export async function runSettled<Args, Intent, Result>(
   switch (claim.kind) {
     case 'elsewhere':
       throw new RunsElsewhere(claim.host);
-    case 'completed':
-      emitCallEvent({ event: 'replayed', generation: claim.record.generation, ...ref });
-      return { kind: 'completed', result: claim.record.result as Result, replayed: true, generation: claim.record.generation };
+    case 'completed': {
+      // An earlier attempt of this same activity completed it and its report was lost (its worker
+      // died after the completion committed): the call ran, in this call — not a replay.
+      const replayed = !(await completedByEarlierAttempt(store, claim.record, options.holder));
+      if (replayed) emitCallEvent({ event: 'replayed', generation: claim.record.generation, ...ref });
+      return { kind: 'completed', result: claim.record.result as Result, replayed, generation: claim.record.generation };
+    }
     case 'busy':
       emitCallEvent({ event: 'busy', generation: claim.generation, ...ref });
       return { kind: 'busy', generation: claim.generation, leaseUntil: claim.leaseUntil.toISOString() };
@@ -248,6 +252,24 @@ function writerBack(
     emitCallEvent({ event: 'record_written_back', generation, state: outcome.as, written: written.ok, ...ref });
     return written;
   };
+}
+
+/**
+ * Whether the completion of `record` was written by an earlier attempt of the activity `holder`
+ * names (`<identity>#<activity id>@<attempt>`, settled-calls.ts), on any worker: its completion
+ * event's actor is `worker:<identity>#<same activity id>@<lower attempt>`. Read only on a retry.
+ * Another activity of the same call (the same call proposed again, or its activity-lane attempt
+ * after a local one) replays.
+ */
+async function completedByEarlierAttempt(store: EndpointStore, record: EndpointRecord, holder: string): Promise<boolean> {
+  const attemptOf = (text: string) => /#([^#@]+)@(\d+)$/.exec(text);
+  const mine = attemptOf(holder);
+  if (mine === null || Number(mine[2]) < 2) return false;
+  const completion = (await store.events(record.key))
+    .reverse()
+    .find((e) => e.generation === record.generation && e.toState === 'COMPLETED' && e.fromState !== 'COMPLETED');
+  const theirs = completion?.actor.startsWith('worker:') ? attemptOf(completion.actor) : null;
+  return theirs !== null && theirs[1] === mine[1] && Number(theirs[2]) < Number(mine[2]);
 }
 
 /**

@@ -86,6 +86,21 @@ describe('runSettled', () => {
     expect((await store.get(call.key))?.state).toBe('NOT_EXECUTED');
   });
 
+  it("a retry of the attempt that completed the call (its report lost) says executed, not replayed; another activity's says replayed", async () => {
+    const tool = scriptedTool(async () => 'ran-once');
+    const call = callFor('scripted', { x: 'earlier-attempt' });
+    // Holders as the activity writes them: <worker identity>#<activity id>@<attempt>.
+    const first = await runSettled(store, tool, call, { workspace: '/' }, { ...run, holder: 'worker-a#7@1' });
+    expect(first).toMatchObject({ kind: 'completed', replayed: false });
+    const retry = await runSettled(store, tool, call, { workspace: '/' }, { ...run, holder: 'worker-b#7@2' });
+    expect(retry).toEqual({ kind: 'completed', result: 'ran-once', replayed: false, generation: 1 });
+    const otherActivity = await runSettled(store, tool, call, { workspace: '/' }, { ...run, holder: 'worker-b#12@1' });
+    expect(otherActivity).toMatchObject({ kind: 'completed', replayed: true });
+    const otherActivityRetried = await runSettled(store, tool, call, { workspace: '/' }, { ...run, holder: 'worker-c#12@3' });
+    expect(otherActivityRetried).toMatchObject({ kind: 'completed', replayed: true });
+    expect(tool.runs).toBe(1);
+  });
+
   it('a repeat of a completed call is replayed without executing', async () => {
     const tool = scriptedTool(async () => 'result-1');
     const call = callFor('scripted', { x: 3 });
