@@ -30,13 +30,14 @@ export interface OpenedWorkspace {
  * Opens `workspace` (an absolute, canonical path) inside `root` (the policy's real root) by
  * descriptor and checks what was opened. A refusal is one line naming the workspace and the rule.
  */
-export function openWorkspace(workspace: string, root: string): OpenedWorkspace | { refusal: string } {
+export function openWorkspace(workspace: string, root: string): OpenedWorkspace | { refusal: string; missing?: true } {
   let real: string;
   try {
     // One realpath(3), in place (not through libuv's thread pool): this runs on every call.
     real = fs.realpathSync.native(workspace);
   } catch {
-    return { refusal: `workspace ${workspace} must be an existing directory` };
+    // Missing here: on several hosts, another host's disk may hold it (factory/hosts.ts).
+    return { refusal: `workspace ${workspace} must be an existing directory`, missing: true };
   }
   if (real === root || !isWithin(real, root)) {
     return {

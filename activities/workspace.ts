@@ -74,15 +74,24 @@ export async function realpathOfNearestExisting(p: string, field: string): Promi
  * sandboxed command can write (workspace-dir.ts, docs/security.md#workspaces).
  */
 export async function workspaceRefusal(workspace: string, root: string): Promise<string | null> {
+  const found = await findWorkspace(workspace, root);
+  return found === 'here' ? null : found.refusal;
+}
+
+/**
+ * workspaceRefusal, telling apart a workspace this worker's disk lacks (`missing`: another host's
+ * may hold it) from one its rules refuse wherever it is.
+ */
+export async function findWorkspace(workspace: string, root: string): Promise<'here' | { refusal: string; missing?: true }> {
   let lexical: string;
   try {
     lexical = canonicalPath(workspace, 'workspace');
   } catch (err) {
-    if (err instanceof InputError) return err.message;
+    if (err instanceof InputError) return { refusal: err.message };
     throw err;
   }
   const opened = openWorkspace(lexical, root);
-  if ('refusal' in opened) return opened.refusal;
+  if ('refusal' in opened) return opened;
   closeSync(opened.fd);
-  return null;
+  return 'here';
 }

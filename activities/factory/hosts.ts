@@ -2,7 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { FAILURE } from '../../core/failures';
 import { hostQueue, type WorkspaceHost } from '../../core/hosts';
-import { workspaceRefusal } from '../workspace';
+import { findWorkspace } from '../workspace';
 import type { ActivityContext } from './context';
 import { ApplicationFailure } from '@temporalio/common';
 
@@ -10,9 +10,11 @@ export function hostActivities(ctx: ActivityContext) {
   return {
     /**
      * The host a call of the trajectory was claimed on, whichever worker asks; else this worker's
-     * host and its queue, when the workspace is an existing directory here (null: this worker polls
-     * no host queue, so nothing is routed); else a retryable refusal, so another attempt asks another worker of the shared queue. A trajectory
-     * asks once per run and records the answer: its workspace calls go to that host's queue.
+     * host and its queue, when the workspace is an existing directory here; null when nothing is
+     * routed (this worker polls no host queue, or its rules refuse the workspace wherever it is);
+     * else, the directory missing here, a retryable refusal, so another attempt asks another worker
+     * of the shared queue. A trajectory asks once per run and records the answer: its workspace
+     * calls go to that host's queue.
      */
     async locateWorkspace(input: { workspace: string }): Promise<WorkspaceHost | null> {
       const { taskQueue, workflowExecution } = Context.current().info;
@@ -23,11 +25,14 @@ export function hostActivities(ctx: ActivityContext) {
       // A worker that polls no host queue (SettlePlugin's) routes nothing: its calls go to the
       // shared queue, where each worker checks the workspace and the record's host itself.
       if (!ctx.pollsHostQueue) return null;
-      const refusal = await workspaceRefusal(input.workspace, ctx.policy.workspaceRoot);
-      if (refusal) {
-        throw ApplicationFailure.retryable(`host ${ctx.host} does not hold the workspace: ${refusal}`, FAILURE.WrongHost);
-      }
-      return { host: ctx.host, queue: hostQueue(taskQueue, ctx.host) };
+      const found = await findWorkspace(input.workspace, ctx.policy.workspaceRoot);
+      if (found === 'here') return { host: ctx.host, queue: hostQueue(taskQueue, ctx.host) };
+      // Not on this disk: another worker of the shared queue is asked (the retry), for minutes.
+      if (found.missing)
+        throw ApplicationFailure.retryable(`host ${ctx.host} does not hold the workspace: ${found.refusal}`, FAILURE.WrongHost);
+      // Refused by this worker's rules (outside its root, an unsafe path), not for want of a disk:
+      // nothing to route; the worker that takes each call refuses it, naming the rule.
+      return null;
     },
   };
 }
