@@ -105,6 +105,20 @@ function hiddenLoopbackAddress(): string {
   return `127.${a}.${b}.${Math.max(2, c!)}`;
 }
 
+/** Whether the Web UI (its hidden address) answers below 500 within `ms`; never throws. */
+async function untilUiServes(ui: { host: string; port: number }, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const status = await fetch(`http://${ui.host}:${ui.port}/`, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status > 0 && status < 500) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
 /** The UI's public port: the proxy that admits only loopback Hosts, forwarding to the hidden UI. */
 async function webUiProxy(publicPort: number, ui: { host: string; port: number }): Promise<HostCheckProxy> {
   return startHostCheckProxy({ listen: { host: '127.0.0.1', port: publicPort }, target: ui, hosts: loopbackHosts(publicPort) });
@@ -259,7 +273,9 @@ async function startDevServer(
     await killGroup(child, exited);
     throw err;
   }
-  log(`temporal: ${binary} (${source}) serving ${address}, Web UI http://127.0.0.1:${uiPort}`);
+  // The UI answers 503 for a moment after its port opens: hand out its address once it serves.
+  const uiServing = await untilUiServes(uiBackend, 15_000);
+  log(`temporal: ${binary} (${source}) serving ${address}, Web UI http://127.0.0.1:${uiPort}${uiServing ? '' : ' (not answering yet)'}`);
   return {
     address,
     namespace: 'default',
