@@ -97,13 +97,26 @@ const STALE_AFTER_MS = 60_000;
  * PID namespace, where its pid looks gone) makes it again at its next call.
  */
 function sweepStale(dir: string): void {
-  for (const name of fs.readdirSync(dir)) {
+  for (const name of entriesIfPresent(dir)) {
     const group = path.join(dir, name);
     if (name.startsWith('worker-')) {
       sweepStale(group);
       const pid = Number(name.split('-')[1]);
       if (name !== WORKER_GROUP && !alive(pid)) removeIfStale(group);
     } else if (name.startsWith('call-')) removeIfStale(group);
+  }
+}
+
+/**
+ * A directory's entries, none once it is gone: workers that start together sweep the same groups,
+ * and one may remove a dead worker's group while another reads it.
+ */
+function entriesIfPresent(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
   }
 }
 

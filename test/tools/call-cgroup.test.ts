@@ -130,6 +130,23 @@ describe('a cgroup per shell call', () => {
     for (const f of busy.procsFiles) expect(fs.existsSync(path.dirname(f))).toBe(false);
   });
 
+  it("a worker's start survives a sibling worker removing a dead worker's group while it sweeps", () => {
+    // Workers started together sweep the same groups: a dead worker's group listed by one may be
+    // gone by the time it reads it. A dangling symlink is such an entry, at every read. A plain
+    // directory tree stands in for the cgroup v1 hierarchy (the sweep only lists and removes).
+    const root = fs.mkdtempSync(path.join(testWorkspaceRoot(), 'cgroup-root-'));
+    for (const controller of ['memory', 'pids', 'cpuacct']) {
+      const settleGroup = path.join(root, controller, 'settle');
+      fs.mkdirSync(settleGroup, { recursive: true });
+      fs.writeFileSync(path.join(settleGroup, 'cgroup.procs'), '');
+      // No process has a pid above the kernel's pid_max (at most 2^22).
+      fs.symlinkSync(path.join(root, 'removed'), path.join(settleGroup, `worker-${2 ** 22 + 1}-gone`));
+    }
+    process.env.SETTLE_CGROUP_ROOT = root;
+    resetCgroupSupport();
+    expect(cgroupSupport(() => {}).kind).toBe('v1');
+  });
+
   it('without cgroups: says so loudly, once, and the call still runs with its per-process limits', async () => {
     process.env.SETTLE_CGROUP_ROOT = '/nonexistent/cgroup';
     resetCgroupSupport();
