@@ -1,5 +1,7 @@
 # settle worker image: also runs the one-shot migrations (see docker-compose.yml).
-# No build step: tsx runs the TypeScript sources, and the worker bundles the workflow code at start.
+# Built once here: the worker runs compiled JavaScript with the pre-built workflow bundle, so a
+# restarted container polls within about a second instead of compiling and bundling at every start
+# (docs/deploying.md#worker-start-up).
 FROM node:24-bookworm-slim
 
 # bubblewrap: the sandbox the shell tool will run commands in.
@@ -22,8 +24,12 @@ USER node
 COPY --chown=node:node package.json package-lock.json ./
 RUN npm ci --include=dev --no-audit --no-fund && npm cache clean --force
 
-# Sources stay root-owned: the worker only reads them.
+# Sources and the build stay root-owned: the worker only reads them. `npm run build` writes dist/:
+# the compiled worker and settle's workflow bundle (dist/workflow-bundle.js).
 COPY . .
+USER root
+RUN npm run build
+USER node
 
 # Exec form: node gets SIGTERM directly and the Temporal SDK drains the worker on it.
-CMD ["node", "--import", "tsx", "workers/worker.ts"]
+CMD ["node", "dist/workers/worker.js"]

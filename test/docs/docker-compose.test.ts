@@ -20,7 +20,7 @@ interface Service {
   volumes?: string[];
 }
 
-const isWorker = (s: Service) => s.command?.some((part) => part.endsWith('workers/worker.ts')) ?? false;
+const isWorker = (s: Service) => s.command?.some((part) => /workers\/worker\.[jt]s$/.test(part)) ?? false;
 
 /** What a compose file does that docs/deploying.md says must not be done; empty when it keeps to it. */
 function composeProblems(compose: { services: Record<string, Service> }, documented: string, temporalVersion: string): string[] {
