@@ -400,14 +400,17 @@ const RATIOS: { x: Side; y: Side; figure: string; against: string; target?: ['�
     y: 'plain',
     figure: 'settled-local/plain wall-time ratio (local lane, the default for file_edit)',
     against: 'plain Temporal workflow, one proxied activity per edit, no endpoint record (bench/plain)',
-    target: ['≤', 0.7],
+    // Issue 44 (the local lane, round two): half a plain activity is where it heads.
+    target: ['≤', 0.6],
   },
   {
     x: 'settled-local',
     y: 'plain-local',
     figure: 'settled-local/plain-local wall-time ratio (what the record costs in the local lane)',
     against: 'the plain workflow with the edit as a plain local activity: no record, unsafe as an effect (bench/plain)',
-    target: ['≤', 1.15],
+    // It also prices the durable record itself (recorded-local/plain-local): what the local lane
+    // answers for is settled-local/recorded-local, as the activity lane answers for settled/recorded.
+    note: { targetAsFiled: '≤ 1.15' },
   },
   {
     x: 'settled',
@@ -431,6 +434,7 @@ const RATIOS: { x: Side; y: Side; figure: string; against: string; target?: ['�
     y: 'recorded-local',
     figure: 'settled-local/recorded-local wall-time ratio (local lane: what settle adds over a durable record)',
     against: 'the plain workflow with the recorded edit (insert, edit, update, each its own commit) as a local activity (bench/plain)',
+    target: ['≤', 1.15],
   },
   {
     x: 'recorded-local',
