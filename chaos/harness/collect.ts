@@ -1,7 +1,9 @@
 /** What a scenario's run left behind, read back: the records' event trails, the histories' workflow task failures and lane attempts, the renewal count. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
+import proto from '@temporalio/proto';
 import type { openDatabase } from '../../activities/store/database';
 import type { EndpointStore } from '../../activities/store/endpoint-store';
 import { renewStatement } from '../../activities/store/statements';
@@ -9,6 +11,8 @@ import type { SettleClient } from '../../client/index';
 import { countLaneAttempts } from './lanes';
 import type { CallTrail } from './metrics';
 import type { LaneAttempts } from './scenario-types';
+
+const { temporal } = proto;
 
 export async function callTrails(store: EndpointStore, trajectoryIds: string[]): Promise<CallTrail[]> {
   const trails: CallTrail[] = [];
@@ -69,5 +73,31 @@ export async function renewalStatements(db: ReturnType<typeof openDatabase>): Pr
     return rows[0] && Number(rows[0].n) > 0 ? Number(rows[0].calls) : null;
   } catch {
     return null;
+  }
+}
+
+/** Where the evidence of trajectories that did not complete is kept: the run's work directory is removed. */
+export const EVIDENCE_DIR = fileURLToPath(new URL('../../.settle/chaos-evidence/', import.meta.url));
+
+/**
+ * What a trajectory that did not complete left, kept in `dir`: its history and its description,
+ * whose pending workflow task says whether the run waits on a timer or an approval or its task
+ * keeps failing (a retried task's failures after the first are in no history). Returns the
+ * report's note.
+ */
+export async function keepEvidence(settle: SettleClient, id: string, dir: string): Promise<string> {
+  try {
+    const handle = settle.handle(id);
+    const [history, description] = await Promise.all([handle.fetchHistory(), handle.describe()]);
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `${id}.json`);
+    fs.writeFileSync(file, JSON.stringify({ description: description.raw, history }, null, 1));
+    const task = description.raw.pendingWorkflowTask;
+    const pending = task
+      ? `workflow task pending, attempt ${task.attempt ?? 1} (${temporal.api.enums.v1.PendingWorkflowTaskState[task.state ?? 0]})`
+      : 'no workflow task pending';
+    return `${pending}; history and description kept in ${file}`;
+  } catch (err) {
+    return `(no evidence kept: ${err instanceof Error ? err.message : String(err)})`;
   }
 }

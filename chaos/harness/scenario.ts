@@ -13,7 +13,7 @@ import { Cluster, type Fault } from './cluster';
 import { countEffects, countEffectsElsewhere } from './effects';
 import { claimsElsewhere, StaleCopies, type ClusterHost } from './hosts';
 import { recoveries, recoveryFigures, renewalFigures, renewalRate, trailLines, type CallTrail } from './metrics';
-import { callTrails, historyFigures, renewalStatements } from './collect';
+import { callTrails, EVIDENCE_DIR, historyFigures, keepEvidence, renewalStatements } from './collect';
 import { mulberry32 } from './random';
 import type { HostFigures, Scenario, ScenarioEnvironment, ScenarioResult } from './scenario-types';
 import { laneEnv, laneFields, runName } from './lanes';
@@ -95,6 +95,8 @@ export async function runScenario(scenario: Scenario, env: ScenarioEnvironment):
     await sre.round({ graceMs: 0 }).catch(() => 0);
 
     const ids = plans.map((p) => p.id);
+    for (const report of reports.filter((r) => r.outcome !== 'completed'))
+      report.error = `${report.error ?? 'no error'}; ${await keepEvidence(settle, report.id, path.join(EVIDENCE_DIR, name))}`;
     const trails = await callTrails(store, ids);
     const histories = await historyFigures(settle, ids, env.historiesDir);
     const renewals = await renewalStatements(db);
