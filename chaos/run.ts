@@ -9,7 +9,8 @@
  *   npm run chaos -- --production --plain  the same on the Temporal dev server, without TLS
  *   npm run chaos -- --only a,b         these scenarios
  *   npm run chaos -- --seed 7           another fault schedule and workload
- *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON)
+ *   npm run chaos -- --histories <dir>  also write every trajectory's history there (JSON); a trajectory
+ *                                       that does not complete always keeps it in .settle/chaos-evidence/<run>/
  *   npm run chaos -- --lane local       one lane only (default: every scenario in both lanes)
  *
  * Every scenario runs twice, once a lane (chaos/harness/lanes.ts): its short tools moved to the
