@@ -7,6 +7,7 @@ import proto from '@temporalio/proto';
 import type { openDatabase } from '../../activities/store/database';
 import type { EndpointStore } from '../../activities/store/endpoint-store';
 import { renewStatement } from '../../activities/store/statements';
+import { errorMessage } from '../../core/errors';
 import type { SettleClient } from '../../client/index';
 import { countLaneAttempts } from './lanes';
 import type { CallTrail } from './metrics';
@@ -98,6 +99,6 @@ export async function keepEvidence(settle: SettleClient, id: string, dir: string
       : 'no workflow task pending';
     return `${pending}; history and description kept in ${file}`;
   } catch (err) {
-    return `(no evidence kept: ${err instanceof Error ? err.message : String(err)})`;
+    return `(no evidence kept: ${errorMessage(err)})`;
   }
 }
